@@ -1,0 +1,107 @@
+-- nel workbench store, schema version 1.
+-- The public contract of the store: every front end (CLI, TUI, notebooks, `duckdb` itself) reads these
+-- tables and the views in views.sql. Steps are append-only; a step is one attempt at one task.
+
+CREATE TABLE IF NOT EXISTS nel_meta (
+    key   VARCHAR PRIMARY KEY,
+    value VARCHAR NOT NULL
+);
+INSERT OR IGNORE INTO nel_meta VALUES ('schema_version', '1');
+
+-- One row per evaluation run. `identity` holds everything that changes answers (model, endpoint,
+-- protocol, sampling parameters, system prompt, benchmark and data hash, repeats, problem range);
+-- `identity_hash` is its SHA-256. No API key or auth header is ever stored.
+CREATE TABLE IF NOT EXISTS runs (
+    run_id          VARCHAR PRIMARY KEY,
+    benchmark       VARCHAR NOT NULL,
+    model_id        VARCHAR,
+    model_url       VARCHAR,
+    protocol        VARCHAR,
+    identity_hash   VARCHAR NOT NULL,
+    identity        JSON NOT NULL,
+    config          JSON,
+    n_tasks         INTEGER NOT NULL,   -- problems in the run's range
+    n_repeats       INTEGER NOT NULL,
+    problem_start   INTEGER NOT NULL,   -- first problem index (inclusive)
+    problem_end     INTEGER NOT NULL,   -- last problem index (exclusive)
+    total_shards    INTEGER NOT NULL,
+    status          VARCHAR NOT NULL,   -- running | complete | incomplete | failed
+    created_at      TIMESTAMP NOT NULL,
+    finished_at     TIMESTAMP,
+    nel_version     VARCHAR
+);
+
+-- One row per shard of a run (an unsharded run has one shard, 0 of 1).
+CREATE TABLE IF NOT EXISTS run_shards (
+    run_id          VARCHAR NOT NULL,
+    shard_idx       INTEGER NOT NULL,
+    total_shards    INTEGER NOT NULL,
+    problem_start   INTEGER NOT NULL,
+    problem_end     INTEGER NOT NULL,
+    status          VARCHAR NOT NULL,   -- running | complete | interrupted | failed
+    started_at      TIMESTAMP NOT NULL,
+    finished_at     TIMESTAMP,
+    n_steps         BIGINT,
+    host            VARCHAR,
+    pid             INTEGER,
+    error           VARCHAR,
+    PRIMARY KEY (run_id, shard_idx)
+);
+
+-- One row per benchmark problem. `task_id` is a hash of the problem's content: join runs on it,
+-- never on row position.
+CREATE TABLE IF NOT EXISTS tasks (
+    task_id         VARCHAR PRIMARY KEY,
+    benchmark       VARCHAR NOT NULL,
+    prompt          VARCHAR NOT NULL,
+    expected_answer VARCHAR,
+    metadata        JSON
+);
+
+-- Which problems a run covers (so a task with no step yet shows up as missing).
+CREATE TABLE IF NOT EXISTS run_tasks (
+    run_id          VARCHAR NOT NULL,
+    task_idx        INTEGER NOT NULL,
+    task_id         VARCHAR NOT NULL,
+    PRIMARY KEY (run_id, task_idx)
+);
+
+-- One row per attempt. `messages` is the whole transcript as an OpenAI-format JSON array
+-- (system prompt, user prompt, assistant reply, tool calls); the `step_messages` view unnests it.
+CREATE TABLE IF NOT EXISTS steps (
+    run_id            VARCHAR NOT NULL,
+    task_idx          INTEGER NOT NULL,
+    repeat            INTEGER NOT NULL,
+    task_id           VARCHAR NOT NULL,
+    shard_idx         INTEGER NOT NULL,
+    started_at        TIMESTAMP NOT NULL,
+    prompt            VARCHAR,
+    messages          JSON,
+    response          VARCHAR,
+    reasoning         VARCHAR,
+    finish_reason     VARCHAR,
+    tool_calls        JSON,
+    reward            DOUBLE NOT NULL,
+    passed            BOOLEAN NOT NULL,
+    expected_answer   VARCHAR,
+    extracted_answer  VARCHAR,
+    scoring_method    VARCHAR,
+    scoring_details   JSON,
+    failure_category  VARCHAR,          -- NULL for an answered attempt, right or wrong
+    error             VARCHAR,
+    http_status       INTEGER,
+    n_retries         INTEGER,
+    prompt_tokens     INTEGER,
+    completion_tokens INTEGER,
+    total_tokens      INTEGER,
+    reasoning_tokens  INTEGER,
+    latency_ms        DOUBLE,           -- seed + model + verify
+    seed_ms           DOUBLE,
+    model_ms          DOUBLE,           -- includes retries and their backoff
+    verify_ms         DOUBLE,
+    request_hash      VARCHAR,          -- SHA-256 of endpoint + request body
+    request_seed      BIGINT,
+    response_id       VARCHAR,
+    metadata          JSON,
+    PRIMARY KEY (run_id, task_idx, repeat)
+);

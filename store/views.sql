@@ -1,0 +1,134 @@
+-- Views over the tables in schema.sql. The same text is applied to the database file and to the
+-- live view that `nel sql`, the TUI and `workbench.open_store` build over in-progress runs.
+-- Statistics here are the spine's: per-task Wilson intervals and pass@1 with a normal interval on
+-- the across-task standard error (repeats reduced per task first). workbench.stats holds the rest.
+
+-- Per task of each run: attempts, passes, Wilson 95 % interval and outcome bucket.
+CREATE OR REPLACE VIEW task_stats AS
+WITH per_task AS (
+    SELECT
+        run_id,
+        task_idx,
+        count(*)                                                AS n,
+        count(*) FILTER (WHERE passed)                          AS n_pass,
+        count(*) FILTER (WHERE failure_category IN
+            ('rate_limit', 'timeout', 'server_error', 'context_window', 'model_error'))
+                                                                AS n_error,
+        avg(reward)                                             AS mean_reward,
+        avg(total_tokens)                                       AS mean_tokens,
+        avg(latency_ms)                                         AS mean_latency_ms
+    FROM steps
+    GROUP BY run_id, task_idx
+), wilson AS (
+    SELECT
+        rt.run_id,
+        rt.task_idx,
+        rt.task_id,
+        coalesce(p.n, 0)        AS n,
+        coalesce(p.n_pass, 0)   AS n_pass,
+        coalesce(p.n_error, 0)  AS n_error,
+        p.mean_reward,
+        p.mean_tokens,
+        p.mean_latency_ms,
+        CASE WHEN p.n > 0 THEN p.n_pass / p.n END AS pass_rate,
+        1.959963984540054 AS z
+    FROM run_tasks rt
+    LEFT JOIN per_task p USING (run_id, task_idx)
+)
+SELECT
+    run_id, task_idx, task_id, n, n_pass, n_error, pass_rate, mean_reward, mean_tokens, mean_latency_ms,
+    CASE WHEN n > 0 THEN
+        greatest(0.0, ((pass_rate + z * z / (2 * n)) - z * sqrt(pass_rate * (1 - pass_rate) / n + z * z / (4 * n * n)))
+                      / (1 + z * z / n))
+    END AS wilson_low,
+    CASE WHEN n > 0 THEN
+        least(1.0, ((pass_rate + z * z / (2 * n)) + z * sqrt(pass_rate * (1 - pass_rate) / n + z * z / (4 * n * n)))
+                   / (1 + z * z / n))
+    END AS wilson_high,
+    CASE
+        WHEN n = 0 THEN 'missing'
+        WHEN n_pass = n THEN 'always'
+        WHEN n_pass = 0 THEN 'never'
+        ELSE 'sometimes'
+    END AS bucket
+FROM wilson;
+
+-- One row per run: coverage, pass@1 with a 95 % interval, errors, tokens and latency percentiles.
+CREATE OR REPLACE VIEW run_metrics AS
+WITH per_run_tasks AS (
+    SELECT
+        run_id,
+        count(*)                                        AS n_tasks,
+        count(*) FILTER (WHERE n > 0)                   AS n_tasks_attempted,
+        avg(pass_rate)                                  AS pass_at_1,
+        stddev_samp(pass_rate) / sqrt(count(pass_rate)) AS pass_at_1_se,
+        count(*) FILTER (WHERE bucket = 'always')       AS n_always,
+        count(*) FILTER (WHERE bucket = 'sometimes')    AS n_sometimes,
+        count(*) FILTER (WHERE bucket = 'never')        AS n_never,
+        count(*) FILTER (WHERE bucket = 'missing')      AS n_missing
+    FROM task_stats
+    GROUP BY run_id
+), per_run_steps AS (
+    SELECT
+        run_id,
+        count(*)                                                    AS n_steps,
+        count(*) FILTER (WHERE passed)                              AS n_pass,
+        count(*) FILTER (WHERE failure_category IN
+            ('rate_limit', 'timeout', 'server_error', 'context_window', 'model_error'))
+                                                                    AS n_errors,
+        count(*) FILTER (WHERE failure_category IS NOT NULL)        AS n_failed,
+        sum(prompt_tokens)                                          AS prompt_tokens,
+        sum(completion_tokens)                                      AS completion_tokens,
+        sum(total_tokens)                                           AS total_tokens,
+        quantile_cont(latency_ms, 0.5)                              AS latency_p50_ms,
+        quantile_cont(latency_ms, 0.9)                              AS latency_p90_ms,
+        quantile_cont(latency_ms, 0.99)                             AS latency_p99_ms,
+        min(started_at)                                             AS first_step_at,
+        max(started_at)                                             AS last_step_at
+    FROM steps
+    GROUP BY run_id
+)
+SELECT
+    r.run_id, r.benchmark, r.model_id, r.status, r.n_repeats,
+    t.n_tasks, t.n_tasks_attempted,
+    coalesce(s.n_steps, 0)                   AS n_steps,
+    t.n_tasks * r.n_repeats                  AS n_steps_expected,
+    coalesce(s.n_pass, 0)                    AS n_pass,
+    t.pass_at_1,
+    greatest(0.0, t.pass_at_1 - 1.959963984540054 * coalesce(t.pass_at_1_se, 0)) AS pass_at_1_low,
+    least(1.0, t.pass_at_1 + 1.959963984540054 * coalesce(t.pass_at_1_se, 0))    AS pass_at_1_high,
+    t.n_always, t.n_sometimes, t.n_never, t.n_missing,
+    coalesce(s.n_errors, 0)                  AS n_errors,
+    coalesce(s.n_failed, 0)                  AS n_failed,
+    s.prompt_tokens, s.completion_tokens, s.total_tokens,
+    s.latency_p50_ms, s.latency_p90_ms, s.latency_p99_ms,
+    r.created_at, r.finished_at
+FROM runs r
+LEFT JOIN per_run_tasks t USING (run_id)
+LEFT JOIN per_run_steps s USING (run_id);
+
+-- Failure counts by category per run, with the share of all steps.
+CREATE OR REPLACE VIEW failure_counts AS
+SELECT
+    run_id,
+    failure_category,
+    count(*) AS n,
+    count(*) / any_value(total) AS share
+FROM (SELECT *, count(*) OVER (PARTITION BY run_id) AS total FROM steps)
+WHERE failure_category IS NOT NULL
+GROUP BY run_id, failure_category;
+
+-- The transcript of every step, one row per message (turn 0 first).
+CREATE OR REPLACE VIEW step_messages AS
+SELECT
+    run_id, task_idx, repeat, task_id, turn,
+    msg ->> 'role'          AS role,
+    msg ->> 'content'       AS content,
+    msg -> 'tool_calls'     AS tool_calls,
+    msg ->> 'tool_call_id'  AS tool_call_id
+FROM (
+    SELECT run_id, task_idx, repeat, task_id,
+           generate_subscripts(msgs, 1) - 1 AS turn,
+           unnest(msgs)                     AS msg
+    FROM (SELECT *, CAST(messages AS JSON[]) AS msgs FROM steps)
+);

@@ -1,0 +1,158 @@
+"""The ``nel`` command: parses arguments and delegates.
+
+Command modules are imported only when their command runs, so ``nel --help``
+stays fast. Errors the user can act on (``NelError``) print one line and exit
+with their code: 2 for usage and configuration, 1 for a run that failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+DEFAULT_OUTPUT_DIR = "nel-results"
+
+
+def _handler(module: str, func: str) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        import importlib
+
+        return int(getattr(importlib.import_module(f"workbench.cli.{module}"), func)(args))
+
+    return run
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _range(text: str) -> tuple[int, int]:
+    try:
+        start, end = (int(p) for p in text.split(":"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected START:END (e.g. 0:100), got {text!r}") from None
+    if start < 0 or end <= start:
+        raise argparse.ArgumentTypeError(f"expected 0 <= START < END, got {text!r}")
+    return start, end
+
+
+def _store_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--store",
+        default=os.environ.get("NEL_STORE"),
+        help=f"store file (default: $NEL_STORE or {DEFAULT_OUTPUT_DIR}/nel.duckdb)",
+    )
+
+
+def _add_eval_run(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="evaluate a model on a benchmark, every step into the store")
+    p.add_argument("-b", "--bench", required=True, metavar="NAME", help="benchmark name (see `nel list`)")
+    p.add_argument("--repeats", type=_positive_int, help="attempts per problem (default: the benchmark's)")
+    p.add_argument("--max-problems", type=_positive_int, metavar="N", help="evaluate only the first N problems")
+    p.add_argument("--problem-range", type=_range, metavar="START:END", help="evaluate problems START..END-1")
+    m = p.add_argument_group("model")
+    m.add_argument("--model-url", required=True, help="OpenAI-compatible base URL (…/v1) or full endpoint URL")
+    m.add_argument("--model-id", required=True, metavar="NAME", help="model name sent in each request")
+    m.add_argument("--api-key", help="API key (prefer $NEMO_API_KEY or $OPENAI_API_KEY: never stored)")
+    m.add_argument("--protocol", choices=("chat_completions", "completions", "responses"),
+                   help="endpoint protocol (default: from the URL, else chat_completions)")
+    m.add_argument("--system-prompt", help="system prompt sent before each problem")
+    m.add_argument("--temperature", type=float)
+    m.add_argument("--top-p", type=float)
+    m.add_argument("--max-tokens", type=_positive_int)
+    m.add_argument("--seed", type=int, help="sampling seed; attempt r of a problem is sent seed + r")
+    m.add_argument("--stop", action="append", metavar="TEXT", help="stop sequence (repeatable)")
+    m.add_argument("--request-timeout", type=float, default=120.0, metavar="SECONDS")
+    m.add_argument("--max-retries", type=int, default=5, help="retries on 429, 5xx, timeouts (default 5)")
+    e = p.add_argument_group("execution")
+    e.add_argument("--max-concurrent", type=_positive_int, default=64, help="requests in flight (default 64)")
+    e.add_argument("--output-dir", default=DEFAULT_OUTPUT_DIR, help=f"default {DEFAULT_OUTPUT_DIR}/")
+    _store_arg(e)
+    e.add_argument("--resume", action="store_true", help="continue the last run with the same configuration")
+    e.add_argument("--run-id", help="name the run (all shards of a sharded run share it)")
+    e.add_argument("--no-progress", action="store_true", help="no live progress bar")
+    p.set_defaults(func=_handler("eval_run", "cmd_eval_run"))
+
+
+def _add_eval_merge(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("merge", help="merge shard outputs into the store and recompute metrics")
+    p.add_argument("dirs", nargs="+", metavar="DIR", help="output dirs or store files holding shard segments")
+    p.add_argument("--store", help="store to merge into (default: the first DIR's)")
+    p.set_defaults(func=_handler("eval_run", "cmd_eval_merge"))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="nel",
+        description="nel workbench: evaluate LLMs and agents, keep every step in DuckDB.",
+    )
+    parser.add_argument("--version", action="version", version="nel-workbench 0.1.0")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    ev = sub.add_parser("eval", help="run and merge evaluations")
+    ev_sub = ev.add_subparsers(dest="eval_command", metavar="SUBCOMMAND", required=True)
+    _add_eval_run(ev_sub)
+    _add_eval_merge(ev_sub)
+
+    demo = sub.add_parser("demo", help="run GSM8K against the built-in mock model end to end")
+    demo.add_argument("--problems", type=_positive_int, default=200)
+    demo.add_argument("--repeats", type=_positive_int, default=4)
+    demo.add_argument("--output-dir", default="nel-demo")
+    demo.add_argument("--no-progress", action="store_true")
+    demo.set_defaults(func=_handler("demo", "cmd_demo"))
+
+    model = sub.add_parser("model", help="model utilities")
+    model_sub = model.add_subparsers(dest="model_command", metavar="SUBCOMMAND", required=True)
+    mock = model_sub.add_parser(
+        "mock", help="serve the built-in OpenAI-compatible mock model (for demos and tests)"
+    )
+    from workbench.model.mock.cli import add_arguments
+
+    add_arguments(mock)
+    mock.set_defaults(func=_handler("misc", "cmd_model_mock"))
+
+    sql = sub.add_parser("sql", help="run SQL over the store (live runs included)")
+    sql.add_argument("query", nargs="?", help="SQL text (or use --named)")
+    sql.add_argument("--named", metavar="NAME", help="run a named query from store/queries/")
+    _store_arg(sql)
+    sql.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    sql.set_defaults(func=_handler("misc", "cmd_sql"))
+
+    ls = sub.add_parser("list", help="list benchmarks")
+    ls.add_argument("--json", action="store_true", help="machine-readable output")
+    ls.set_defaults(func=_handler("misc", "cmd_list"))
+
+    val = sub.add_parser("validate", help="seed a benchmark and check its answer key scores 1.0")
+    val.add_argument("-b", "--bench", required=True, metavar="NAME")
+    val.add_argument("--samples", type=_positive_int, default=5, help="problems to show (default 5)")
+    val.set_defaults(func=_handler("misc", "cmd_validate"))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from workbench.errors import NelError
+
+    try:
+        return args.func(args)
+    except NelError as exc:
+        print(f"nel: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("nel: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

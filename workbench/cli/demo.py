@@ -1,0 +1,49 @@
+"""``nel demo``: GSM8K against the built-in mock model, end to end, on defaults."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+from workbench.cli.eval_run import execute_run
+from workbench.model.config import ModelConfig
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from workbench.model.mock import mock_model
+
+    output = Path(args.output_dir)
+    store = output / "nel.duckdb"
+    if store.exists() or store.with_name(store.name + ".segments").exists():
+        shutil.rmtree(output / "runs", ignore_errors=True)
+        store.unlink(missing_ok=True)
+        shutil.rmtree(store.with_name(store.name + ".segments"), ignore_errors=True)
+    print("nel demo: starting the built-in mock model (a labelled test model, not a real LLM)", file=sys.stderr)
+    with mock_model() as mock:
+        print(f"nel demo: mock model at {mock.base_url}", file=sys.stderr)
+        code = execute_run(
+            bench="gsm8k",
+            model=ModelConfig(url=mock.base_url, model_id="nel-mock"),
+            store=store,
+            output_dir=output,
+            repeats=args.repeats,
+            max_problems=args.problems,
+            problem_range=None,
+            max_concurrent=64,
+            resume=False,
+            run_id=None,
+            show_progress=not args.no_progress,
+        )
+    print("nel demo: mock model stopped", file=sys.stderr)
+    print(
+        "\nNext things to try:\n"
+        f"  nel sql --store {store} \"SELECT * FROM run_metrics\"\n"
+        f"  nel sql --store {store} --named sometimes_pass\n"
+        f"  nel sql --store {store} \"SELECT failure_category, count(*) FROM steps GROUP BY ALL\"\n"
+        f"  duckdb {store}    # the store is a plain DuckDB file\n"
+        "  nel model mock --port 8000 &   then   nel eval run -b gsm8k --model-url http://127.0.0.1:8000/v1 "
+        "--model-id nel-mock --repeats 4 --max-problems 100"
+    )
+    return code

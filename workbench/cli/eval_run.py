@@ -1,0 +1,203 @@
+"""``nel eval run`` and ``nel eval merge``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import Coroutine
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, TypeVar
+
+import orjson
+
+from workbench.analysis.run_summary import SUMMARY_COLUMNS, RunSummary, summarize
+from workbench.cli import DEFAULT_OUTPUT_DIR
+from workbench.cli.progress import progress_bar
+from workbench.cli.render import render_summary
+from workbench.engine import RunProgress, RunResult, Shard, run_evaluation, shard_from_env
+from workbench.engine.plan import RunPlan
+from workbench.environments import get_environment
+from workbench.errors import UsageError
+from workbench.model.config import ModelConfig, infer_protocol
+from workbench.solvers import SimpleSolver
+from workbench.store import ingest, open_store, resolve_store_path
+
+T = TypeVar("T")
+
+
+def run_async(coro: Coroutine[Any, Any, T]) -> T:
+    """Run on uvloop where available: the engine's hot loop is mostly event-loop overhead."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(coro)
+    return uvloop.run(coro)
+
+
+def store_path(args: argparse.Namespace) -> Path:
+    if getattr(args, "store", None):
+        return resolve_store_path(args.store)
+    return Path(getattr(args, "output_dir", None) or DEFAULT_OUTPUT_DIR) / "nel.duckdb"
+
+
+def model_config(args: argparse.Namespace) -> ModelConfig:
+    api_key = args.api_key or os.environ.get("NEMO_API_KEY") or os.environ.get("OPENAI_API_KEY")
+    protocol = args.protocol or infer_protocol(args.model_url) or "chat_completions"
+    return ModelConfig(
+        url=args.model_url,
+        model_id=args.model_id,
+        protocol=protocol,
+        api_key=api_key,
+        system_prompt=args.system_prompt,
+        temperature=args.temperature,
+        top_p=args.top_p,
+        max_tokens=args.max_tokens,
+        seed=args.seed,
+        stop=tuple(args.stop) if args.stop else None,
+        request_timeout=args.request_timeout,
+        max_retries=args.max_retries,
+    )
+
+
+def read_summary(store: Path, run_id: str, shard: Shard | None = None) -> RunSummary:
+    """Recompute a run's (or one shard's) summary from its steps in the store."""
+    s = open_store(store)
+    cols = ", ".join(SUMMARY_COLUMNS)
+    with s.connect() as con:
+        run = con.execute("SELECT n_tasks, n_repeats FROM runs WHERE run_id = ?", [run_id]).fetchone()
+        if run is None:
+            raise UsageError(f"{store}: no run {run_id!r}")
+        n_tasks, n_repeats = int(run[0]), int(run[1])
+        if shard is not None and shard.sharded:
+            lo, hi = con.execute(
+                "SELECT problem_start, problem_end FROM run_shards WHERE run_id = ? AND shard_idx = ?",
+                [run_id, shard.idx],
+            ).fetchone() or (0, 0)
+            n_tasks = int(hi) - int(lo)
+            steps = con.execute(
+                f"SELECT {cols} FROM steps WHERE run_id = ? AND shard_idx = ?", [run_id, shard.idx]
+            ).pl()
+        else:
+            steps = con.execute(f"SELECT {cols} FROM steps WHERE run_id = ?", [run_id]).pl()
+    return summarize(run_id, steps, n_tasks, n_repeats)
+
+
+def write_summary_json(output_dir: Path, summary: RunSummary, result: RunResult | None, name: str) -> Path:
+    folder = output_dir / "runs" / summary.run_id
+    folder.mkdir(parents=True, exist_ok=True)
+    data = asdict(summary)
+    data["pass_at_k"] = {str(k): asdict(v) for k, v in summary.pass_at_k.items()}
+    data["latency_ms"] = {f"p{k}": v for k, v in summary.latency_ms.items()}
+    if result is not None:
+        data["status"] = result.status
+        data["elapsed_s"] = result.elapsed_s
+        data["steps_per_s"] = result.steps_written / result.elapsed_s if result.elapsed_s else None
+        data["store"] = str(result.store)
+    path = folder / name
+    path.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY))
+    return path
+
+
+async def _run_with_signals(coro: Coroutine[Any, Any, T]) -> T:
+    """Treat SIGTERM like Ctrl-C: cancel the run so it records itself as interrupted."""
+    task = asyncio.ensure_future(coro)
+    loop = asyncio.get_running_loop()
+    with contextlib.suppress(NotImplementedError, RuntimeError):
+        loop.add_signal_handler(signal.SIGTERM, task.cancel)
+    try:
+        return await task
+    finally:
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.remove_signal_handler(signal.SIGTERM)
+
+
+def execute_run(
+    *, bench: str, model: ModelConfig, store: Path, output_dir: Path, repeats: int | None,
+    max_problems: int | None, problem_range: tuple[int, int] | None, max_concurrent: int, resume: bool,
+    run_id: str | None, show_progress: bool,
+) -> int:
+    env = get_environment(bench)
+    n_repeats = repeats or int(env.describe().get("default_repeats", 1) or 1)
+    shard = shard_from_env()
+    solver = SimpleSolver(model)
+
+    async def go() -> RunResult:
+        async with progress_bar(show_progress, bench) as holder:
+            def on_start(progress: RunProgress, plan: RunPlan) -> None:
+                holder.append(progress)
+                where = f" shard {shard.idx + 1}/{shard.total}," if shard.sharded else ""
+                verb = "resuming" if plan.done else "starting"
+                print(
+                    f"nel: {verb} run {plan.run_id}:{where} {bench} problems {plan.shard_start}..{plan.shard_end - 1}"
+                    f" x {plan.n_repeats} repeats = {plan.shard_steps} steps"
+                    + (f" ({len(plan.done)} already done)" if plan.done else ""),
+                    file=sys.stderr,
+                )
+
+            return await _run_with_signals(run_evaluation(
+                env, solver, store=store, n_repeats=n_repeats, max_problems=max_problems,
+                problem_range=problem_range, max_concurrent=max_concurrent, shard=shard, run_id=run_id,
+                resume=resume, config={"request_timeout": model.request_timeout, "max_retries": model.max_retries},
+                on_start=on_start,
+            ))
+
+    try:
+        result = run_async(go())
+    except asyncio.CancelledError:
+        print("nel: run interrupted; completed steps are kept; rerun with --resume to continue", file=sys.stderr)
+        return 130
+    summary = read_summary(store, result.run_id, shard)
+    rate = result.steps_written / result.elapsed_s if result.elapsed_s > 0 else 0.0
+    what = f"shard {shard.idx + 1}/{shard.total} of run" if shard.sharded else "run"
+    title = (
+        f"{what} {result.run_id} {result.status}: {result.steps_written} new steps in {result.elapsed_s:.1f} s "
+        f"({rate:,.0f} steps/s)" + (f", {result.steps_skipped} kept from before" if result.steps_skipped else "")
+    )
+    print(render_summary(summary, store=store, title=title))
+    name = f"summary-shard-{shard.idx}.json" if shard.sharded else "summary.json"
+    path = write_summary_json(output_dir, summary, result, name)
+    print(f"  summary  {path}")
+    if shard.sharded:
+        print(f"  next     when all {shard.total} shards are done: nel eval merge {store}")
+    return 0 if result.status == "complete" else 1
+
+
+def cmd_eval_run(args: argparse.Namespace) -> int:
+    return execute_run(
+        bench=args.bench,
+        model=model_config(args),
+        store=store_path(args),
+        output_dir=Path(args.output_dir),
+        repeats=args.repeats,
+        max_problems=args.max_problems,
+        problem_range=args.problem_range,
+        max_concurrent=args.max_concurrent,
+        resume=args.resume,
+        run_id=args.run_id,
+        show_progress=not args.no_progress,
+    )
+
+
+def cmd_eval_merge(args: argparse.Namespace) -> int:
+    sources = [resolve_store_path(d) for d in args.dirs]
+    for src in sources:
+        if not src.exists() and not src.with_name(src.name + ".segments").exists():
+            raise UsageError(f"{src}: nothing to merge here (no store and no shard segments)")
+    target = resolve_store_path(args.store) if args.store else sources[0]
+    report = ingest(target, sources=sources)
+    print(f"merged into {target}: {report.steps_added} new steps from {report.shards_ingested} finished shards")
+    for run_id, status in sorted(report.runs.items()):
+        missing = report.missing_shards.get(run_id)
+        note = f"; missing shards: {', '.join(map(str, missing))}" if missing else ""
+        print(f"  run {run_id}: {status}{note}")
+        summary = read_summary(target, run_id)
+        est = summary.pass_at_k.get(1)
+        if est is not None:
+            print(f"    pass@1 {est.value:.4f}  95% CI [{est.low:.4f}, {est.high:.4f}]  "
+                  f"({summary.n_steps}/{summary.n_steps_expected} steps)")
+    return 1 if report.missing_shards else 0

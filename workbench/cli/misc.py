@@ -1,0 +1,90 @@
+"""``nel sql``, ``nel list``, ``nel validate`` and ``nel model mock``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import orjson
+
+from workbench.errors import UsageError
+
+
+def cmd_model_mock(args: argparse.Namespace) -> int:
+    from workbench.model.mock.cli import run as run_mock
+
+    return run_mock(args)
+
+
+def _named_query(name: str) -> str:
+    from workbench.resources import sql_path
+
+    folder = sql_path("queries")
+    path = folder / f"{name}.sql"
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in folder.glob("*.sql")))
+        raise UsageError(f"--named: no query {name!r}; named queries: {known}")
+    return path.read_text()
+
+
+def cmd_sql(args: argparse.Namespace) -> int:
+    import duckdb
+    import polars as pl
+
+    from workbench.cli.eval_run import store_path
+    from workbench.store import open_store
+
+    if bool(args.query) == bool(args.named):
+        raise UsageError("give either a SQL query or --named NAME")
+    query = _named_query(args.named) if args.named else args.query
+    store = open_store(store_path(args))
+    try:
+        with store.connect() as con:
+            frame = con.execute(query).pl()
+    except duckdb.Error as exc:
+        raise UsageError(f"SQL error: {' '.join(str(exc).split())}") from None
+    if args.format == "csv":
+        sys.stdout.write(frame.write_csv())
+    elif args.format == "json":
+        sys.stdout.write(frame.write_json() + "\n")
+    else:
+        with pl.Config(tbl_rows=-1, tbl_cols=-1, fmt_str_lengths=60, tbl_width_chars=200,
+                       tbl_hide_dataframe_shape=True, tbl_formatting="ASCII_MARKDOWN"):
+            print(frame)
+        print(f"({frame.height} row{'s' if frame.height != 1 else ''})")
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from workbench.environments import benchmark_names, get_environment
+
+    infos = [get_environment(name).describe() for name in benchmark_names()]
+    if args.json:
+        sys.stdout.write(orjson.dumps(infos, option=orjson.OPT_INDENT_2).decode() + "\n")
+        return 0
+    width = max(len(i["name"]) for i in infos)
+    for info in infos:
+        print(f"{info['name']:<{width}}  {info.get('size', '?'):>6} problems  {info.get('scorer', ''):<10} "
+              f"{info.get('description', '')}")
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from workbench.environments import get_environment
+
+    env = get_environment(args.bench)
+    n = min(args.samples, len(env))
+    step = max(1, len(env) // n)
+    failures = 0
+    for idx in range(0, step * n, step):
+        seed = env.seed(idx)
+        verdict = env.verify(seed.expected_answer, seed.expected_answer, **seed.metadata)
+        ok = verdict.reward >= 1.0
+        failures += not ok
+        prompt = seed.prompt if len(seed.prompt) <= 400 else seed.prompt[:400] + " …"
+        print(f"--- problem {idx} (task {seed.task_id})")
+        print(prompt)
+        print(f">>> expected: {seed.expected_answer!r}  scores {verdict.reward:.1f} "
+              f"via {verdict.scoring_details.get('method')} {'OK' if ok else 'FAIL'}")
+    print(f"{env.name}: {len(env)} problems; {n - failures}/{n} sampled expected answers score 1.0")
+    return 1 if failures else 0

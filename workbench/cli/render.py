@@ -1,0 +1,40 @@
+"""Plain-text rendering of results for the terminal (no statistics computed here)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from workbench.analysis.run_summary import RunSummary
+
+
+def _pct(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.1f}%" if whole else "-"
+
+
+def render_summary(summary: RunSummary, *, store: Path, title: str) -> str:
+    s = summary
+    lines = [title]
+    for k, est in s.pass_at_k.items():
+        lines.append(
+            f"  pass@{k:<3} {est.value:.4f}  95% CI [{est.low:.4f}, {est.high:.4f}]  ({est.n_tasks} tasks)"
+        )
+    b = s.buckets
+    lines.append(
+        f"  tasks    {s.n_tasks_attempted}/{s.n_tasks} attempted: {b['always']} always pass, "
+        f"{b['sometimes']} sometimes, {b['never']} never, {b['missing']} missing"
+    )
+    lines.append(
+        f"  steps    {s.n_steps}/{s.n_steps_expected}: {s.n_pass} passed, {s.n_wrong} wrong answers, "
+        f"{sum(s.failures.values())} failed"
+    )
+    if s.failures:
+        parts = [f"{cat} {n} ({_pct(n, s.n_steps)})" for cat, n in sorted(s.failures.items(), key=lambda x: -x[1])]
+        lines.append(f"  failures {', '.join(parts)}")
+    t = s.tokens
+    lines.append(
+        f"  tokens   prompt {t['prompt_tokens']:,}, completion {t['completion_tokens']:,}, total {t['total_tokens']:,}"
+    )
+    lat = s.latency_ms
+    lines.append(f"  latency  p50 {lat[50]:.1f} ms, p90 {lat[90]:.1f} ms, p99 {lat[99]:.1f} ms")
+    lines.append(f"  store    {store}  (run {s.run_id})")
+    return "\n".join(lines)

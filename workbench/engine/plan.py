@@ -1,0 +1,173 @@
+"""Before a run starts: which problems, which run id, and what is already done.
+
+Resolving ``--resume`` lives here: it finds the run to continue, refuses one
+whose identity differs (naming each differing field), and lists the steps the
+store already holds so none is repeated.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from workbench import __version__
+from workbench.engine.identity import identity_diff, identity_hash, new_run_id, shared_run_id
+from workbench.engine.sharding import Shard
+from workbench.errors import UsageError
+from workbench.store.layout import segments_root
+from workbench.store.reader import Store
+
+
+@dataclass(frozen=True, slots=True)
+class RunPlan:
+    run_id: str
+    identity: dict[str, Any]
+    identity_hash: str
+    problem_start: int
+    problem_end: int
+    shard_start: int
+    shard_end: int
+    n_repeats: int
+    shard: Shard
+    created_at: float
+    done: frozenset[tuple[int, int]]
+
+    @property
+    def n_tasks(self) -> int:
+        return self.problem_end - self.problem_start
+
+    @property
+    def shard_steps(self) -> int:
+        return (self.shard_end - self.shard_start) * self.n_repeats
+
+
+def problem_bounds(size: int, max_problems: int | None, problem_range: tuple[int, int] | None) -> tuple[int, int]:
+    """``[start, end)`` of the problems a run covers: the range first, then the first N of it."""
+    start, end = 0, size
+    if problem_range is not None:
+        start, end = problem_range
+        if not 0 <= start < end <= size:
+            raise UsageError(f"--problem-range {start}:{end} is outside the benchmark's 0:{size}")
+    if max_problems is not None:
+        if max_problems < 1:
+            raise UsageError(f"--max-problems must be at least 1, got {max_problems}")
+        end = min(end, start + max_problems)
+    return start, end
+
+
+def _store_exists(store: Path) -> bool:
+    return store.exists() or segments_root(store).is_dir()
+
+
+def _run_row(store: Path, run_id: str) -> dict[str, Any] | None:
+    with Store(store).connect() as con:
+        cur = con.execute("SELECT * FROM runs WHERE run_id = ?", [run_id])
+        row = cur.fetchone()
+        return None if row is None else dict(zip([d[0] for d in cur.description], row, strict=True))
+
+
+def _latest_run(store: Path, benchmark: str) -> dict[str, Any] | None:
+    with Store(store).connect() as con:
+        cur = con.execute(
+            "SELECT * FROM runs WHERE benchmark = ? ORDER BY created_at DESC LIMIT 1", [benchmark]
+        )
+        row = cur.fetchone()
+        return None if row is None else dict(zip([d[0] for d in cur.description], row, strict=True))
+
+
+def _done_keys(store: Path, run_id: str, lo: int, hi: int) -> frozenset[tuple[int, int]]:
+    with Store(store).connect() as con:
+        rows = con.execute(
+            "SELECT task_idx, repeat FROM steps WHERE run_id = ? AND task_idx >= ? AND task_idx < ?",
+            [run_id, lo, hi],
+        ).fetchall()
+    return frozenset((int(i), int(r)) for i, r in rows)
+
+
+def _check_same_identity(existing: dict[str, Any], identity: dict[str, Any], run_id: str) -> None:
+    old = existing["identity"]
+    old = orjson.loads(old) if isinstance(old, str) else old
+    diffs = identity_diff(old, identity)
+    if diffs:
+        raise UsageError(f"cannot resume run {run_id}: its configuration differs: {'; '.join(diffs)}")
+
+
+def plan_run(
+    *,
+    store: Path,
+    identity: dict[str, Any],
+    benchmark: str,
+    size: int,
+    n_repeats: int,
+    max_problems: int | None,
+    problem_range: tuple[int, int] | None,
+    shard: Shard,
+    run_id: str | None,
+    resume: bool,
+) -> RunPlan:
+    if n_repeats < 1:
+        raise UsageError(f"--repeats must be at least 1, got {n_repeats}")
+    start, end = problem_bounds(size, max_problems, problem_range)
+    identity = {**identity, "n_repeats": n_repeats, "problem_start": start, "problem_end": end}
+    ident_hash = identity_hash(identity)
+    lo, hi = shard.slice(start, end)
+    existing: dict[str, Any] | None = None
+    exists = _store_exists(store)
+    if run_id is None and shard.sharded:
+        run_id = shared_run_id(benchmark, ident_hash)
+    if run_id is not None:
+        existing = _run_row(store, run_id) if exists else None
+        if existing is not None:
+            _check_same_identity(existing, identity, run_id)
+    elif resume and exists:
+        existing = _latest_run(store, benchmark)
+        if existing is not None:
+            run_id = str(existing["run_id"])
+            _check_same_identity(existing, identity, run_id)
+    if run_id is None:
+        run_id = new_run_id(benchmark)
+    done = _done_keys(store, run_id, lo, hi) if existing is not None else frozenset()
+    if done and not resume:
+        raise UsageError(
+            f"run {run_id} already has {len(done)} steps for problems {lo}..{hi - 1}; "
+            "pass --resume to continue it, or --run-id to start another"
+        )
+    created = existing["created_at"].timestamp() if existing is not None else time.time()
+    return RunPlan(
+        run_id=run_id,
+        identity=identity,
+        identity_hash=ident_hash,
+        problem_start=start,
+        problem_end=end,
+        shard_start=lo,
+        shard_end=hi,
+        n_repeats=n_repeats,
+        shard=shard,
+        created_at=created,
+        done=done,
+    )
+
+
+def run_header(plan: RunPlan, benchmark: str, config: dict[str, Any]) -> dict[str, Any]:
+    ident = plan.identity
+    return {
+        "run_id": plan.run_id,
+        "benchmark": benchmark,
+        "model_id": ident.get("model_id"),
+        "model_url": ident.get("model_url"),
+        "protocol": ident.get("protocol"),
+        "identity_hash": plan.identity_hash,
+        "identity": ident,
+        "config": config,
+        "n_tasks": plan.n_tasks,
+        "n_repeats": plan.n_repeats,
+        "problem_start": plan.problem_start,
+        "problem_end": plan.problem_end,
+        "total_shards": plan.shard.total,
+        "created_at": plan.created_at,
+        "nel_version": __version__,
+    }

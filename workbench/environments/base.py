@@ -1,0 +1,96 @@
+"""The environment contract: what a benchmark must provide to the engine.
+
+An environment turns a problem index into a prompt (``seed``) and a model
+response into a reward (``verify``). The engine, the HTTP server and the shard
+workers all drive environments through this one interface.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+Message = dict[str, Any]
+"""An OpenAI-format chat message: ``{"role": ..., "content": ...}``."""
+
+
+@dataclass(frozen=True, slots=True)
+class SeedResult:
+    """One problem, ready to send to a model.
+
+    ``messages`` is the chat form (system prompt excluded: the solver adds the
+    run's system prompt); ``prompt`` is the same content as plain text for the
+    completions protocol.
+    """
+
+    prompt: str
+    messages: tuple[Message, ...]
+    expected_answer: str
+    task_id: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyResult:
+    """The verdict on one response.
+
+    ``extracted_answer`` is ``None`` when no answer could be found, and
+    ``scoring_details`` always says how the answer was found (or why not), so an
+    extraction failure is visible rather than silently scored as wrong.
+    """
+
+    reward: float
+    extracted_answer: str | None
+    scoring_details: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerKeyEntry:
+    """What the built-in mock model knows about one problem.
+
+    ``question`` is the problem text as it appears verbatim inside the prompt;
+    ``solution`` is an optional worked solution the mock can echo before its
+    final answer.
+    """
+
+    question: str
+    answer: str
+    solution: str | None = None
+
+
+class EvalEnvironment(ABC):
+    """A benchmark the engine can evaluate.
+
+    Subclasses implement ``seed``, ``verify`` and ``__len__``. ``name`` and
+    ``data_hash`` identify the benchmark and the exact data it serves, so a run
+    can be refused when resumed against different data.
+    """
+
+    name: str = "unnamed"
+
+    @abstractmethod
+    def __len__(self) -> int: ...
+
+    @abstractmethod
+    def seed(self, idx: int) -> SeedResult:
+        """Return problem ``idx`` (0-based) as a prompt with its expected answer."""
+
+    @abstractmethod
+    def verify(self, response: str, expected: str, **metadata: Any) -> VerifyResult:
+        """Score ``response`` against ``expected``."""
+
+    @property
+    def data_hash(self) -> str:
+        """A hash of everything that decides prompts and expected answers."""
+        return ""
+
+    def answer_key(self) -> Iterator[AnswerKeyEntry]:
+        """Yield the answer key the built-in mock model uses (optional)."""
+        return iter(())
+
+    def describe(self) -> dict[str, Any]:
+        """Facts for ``nel list``: name, size and whatever else is known."""
+        return {"name": self.name, "size": len(self)}

@@ -1,0 +1,64 @@
+"""Name → environment factory. Built-ins come from ``benchmarks/*/benchmark.toml``.
+
+``@register("name")`` adds a factory (a class or any zero-argument callable that
+returns an ``EvalEnvironment``); ``get_environment`` builds one by name and
+``UnknownBenchmark`` lists the known names when asked for another.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from typing import TypeVar
+
+from workbench.environments.base import EvalEnvironment
+from workbench.errors import UsageError
+from workbench.resources import benchmarks_dir
+
+Factory = Callable[[], EvalEnvironment]
+F = TypeVar("F", bound=Factory)
+
+_REGISTRY: dict[str, Factory] = {}
+
+
+class UnknownBenchmark(UsageError):
+    def __init__(self, name: str, known: list[str]) -> None:
+        super().__init__(f"unknown benchmark {name!r}; known benchmarks: {', '.join(known)}")
+
+
+def register(name: str) -> Callable[[F], F]:
+    """Register an environment factory under ``name``."""
+
+    def decorator(factory: F) -> F:
+        _REGISTRY[name] = factory
+        return factory
+
+    return decorator
+
+
+def _builtin_definitions() -> dict[str, Path]:
+    return {p.parent.name: p for p in sorted(benchmarks_dir().glob("*/benchmark.toml"))}
+
+
+def _ensure_builtins() -> None:
+    from workbench.environments.dataset import DatasetEnvironment
+
+    for name, path in _builtin_definitions().items():
+        if name not in _REGISTRY:
+            _REGISTRY[name] = lambda path=path: DatasetEnvironment.from_definition(path)
+
+
+def benchmark_names() -> list[str]:
+    _ensure_builtins()
+    return sorted(_REGISTRY)
+
+
+@cache
+def get_environment(name: str) -> EvalEnvironment:
+    """Build (once per process) the environment registered as ``name``."""
+    _ensure_builtins()
+    factory = _REGISTRY.get(name)
+    if factory is None:
+        raise UnknownBenchmark(name, benchmark_names())
+    return factory()

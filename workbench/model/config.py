@@ -1,0 +1,115 @@
+"""What the engine needs to know to talk to a model, and how that maps to HTTP.
+
+``ModelConfig.identity()`` is the part that changes answers (it decides a run's
+identity for ``--resume``); the API key is kept out of it, out of ``repr`` and
+out of everything that is stored.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
+
+from workbench.errors import UsageError
+
+Protocol = Literal["chat_completions", "completions", "responses"]
+PROTOCOLS: tuple[Protocol, ...] = ("chat_completions", "completions", "responses")
+_PATHS: dict[Protocol, str] = {
+    "chat_completions": "/chat/completions",
+    "completions": "/completions",
+    "responses": "/responses",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ModelConfig:
+    """An OpenAI-compatible endpoint plus the sampling parameters of a run."""
+
+    url: str
+    model_id: str
+    protocol: Protocol = "chat_completions"
+    api_key: str | None = field(default=None, repr=False)
+    system_prompt: str | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = None
+    seed: int | None = None
+    stop: tuple[str, ...] | None = None
+    request_timeout: float = 120.0
+    max_retries: int = 5
+    backoff_base: float = 0.5
+    backoff_max: float = 30.0
+
+    def __post_init__(self) -> None:
+        if self.protocol not in PROTOCOLS:
+            raise UsageError(f"--protocol: unknown protocol {self.protocol!r}; use one of {', '.join(PROTOCOLS)}")
+        if self.protocol == "responses" and self.stop:
+            raise UsageError("--stop: the responses protocol has no stop sequences; drop --stop or change --protocol")
+        if self.temperature is not None and not 0 <= self.temperature <= 2:
+            raise UsageError(f"--temperature: {self.temperature} is outside [0, 2]")
+        if self.top_p is not None and not 0 < self.top_p <= 1:
+            raise UsageError(f"--top-p: {self.top_p} is outside (0, 1]")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise UsageError(f"--max-tokens: must be at least 1, got {self.max_tokens}")
+        if self.max_retries < 0:
+            raise UsageError(f"--max-retries: must be >= 0, got {self.max_retries}")
+        if self.request_timeout <= 0:
+            raise UsageError(f"--request-timeout: must be > 0, got {self.request_timeout}")
+        if not self.model_id:
+            raise UsageError("--model-id: must not be empty")
+
+    @property
+    def endpoint(self) -> str:
+        return resolve_endpoint(self.url, self.protocol)
+
+    def identity(self) -> dict[str, Any]:
+        """Everything about the model side that changes answers (no secrets)."""
+        return {
+            "model_id": self.model_id,
+            "model_url": redact_url(self.endpoint),
+            "protocol": self.protocol,
+            "system_prompt": self.system_prompt,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "max_tokens": self.max_tokens,
+            "seed": self.seed,
+            "stop": list(self.stop) if self.stop else None,
+        }
+
+
+def infer_protocol(url: str) -> Protocol | None:
+    """The protocol a full endpoint URL names, if it names one."""
+    path = urlsplit(url).path.rstrip("/")
+    for protocol in ("chat_completions", "responses", "completions"):
+        if path.endswith(_PATHS[protocol]):
+            return protocol
+    return None
+
+
+def resolve_endpoint(url: str, protocol: Protocol) -> str:
+    """Accept a base URL (``http://host:8000`` or ``…/v1``) or a full endpoint URL."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise UsageError(f"--model-url: {url!r} is not an http(s) URL")
+    named = infer_protocol(url)
+    if named is not None:
+        if named != protocol:
+            raise UsageError(f"--model-url names the {named} endpoint but --protocol is {protocol}")
+        return url.rstrip("/")
+    path = parts.path.rstrip("/")
+    if not path.endswith("/v1"):
+        path += "/v1"
+    return urlunsplit((parts.scheme, parts.netloc, path + _PATHS[protocol], parts.query, ""))
+
+
+_SECRET_QUERY = re.compile(r"(?i)((?:api[_-]?key|key|token|access_token|sig)=)[^&]*")
+
+
+def redact_url(url: str) -> str:
+    """Drop credentials from a URL before it is shown or stored."""
+    parts = urlsplit(url)
+    netloc = parts.netloc.rsplit("@", 1)[-1]
+    query = _SECRET_QUERY.sub(r"\1REDACTED", parts.query)
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))

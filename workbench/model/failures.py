@@ -1,0 +1,64 @@
+"""Failure categories: why an attempt produced no usable answer.
+
+Transport-level categories come from the HTTP exchange; ``empty_response``,
+``refusal`` and ``format_error`` are decided after the response is scored.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+FailureCategory = Literal[
+    "rate_limit",
+    "timeout",
+    "server_error",
+    "context_window",
+    "model_error",
+    "empty_response",
+    "refusal",
+    "format_error",
+]
+FAILURE_CATEGORIES: tuple[FailureCategory, ...] = (
+    "rate_limit",
+    "timeout",
+    "server_error",
+    "context_window",
+    "model_error",
+    "empty_response",
+    "refusal",
+    "format_error",
+)
+
+_CONTEXT_WINDOW = re.compile(
+    r"(?i)(context length|context window|maximum context|too many tokens|prompt is too long|"
+    r"input is too long|reduce the length)"
+)
+_REFUSAL = re.compile(
+    r"(?i)\b(I(?:'m| am) sorry,? but I (?:can(?:'|no)t|won't|am unable)|I can(?:'|no)t (?:help|assist|comply)"
+    r"|I(?:'m| am) (?:not able|unable) to (?:help|assist|comply)|I must decline)"
+)
+
+
+def classify_http_error(status: int, body: str) -> FailureCategory:
+    """Map a final (non-retried or retries-exhausted) HTTP error to a category."""
+    if status == 429:
+        return "rate_limit"
+    if status in (408, 504):
+        return "timeout"
+    if status >= 500:
+        return "server_error"
+    if status in (400, 413, 422) and _CONTEXT_WINDOW.search(body):
+        return "context_window"
+    return "model_error"
+
+
+def classify_answer(text: str, reward: float, extracted: str | None) -> FailureCategory | None:
+    """Categorise a response that arrived but did not pass; ``None`` for a plain wrong answer."""
+    if reward > 0:
+        return None
+    if not text.strip():
+        return "empty_response"
+    if extracted is None:
+        return "refusal" if _REFUSAL.search(text) else "format_error"
+    return None

@@ -1,0 +1,139 @@
+"""Which built-in problem is this prompt? The mock model's answer key.
+
+``AnswerIndex`` maps the exact prompt the engine renders (``env.seed(i).prompt``)
+to its task in one dictionary lookup. A prompt wrapped differently (a system
+prompt, a user template, completions-style text) falls back to finding a known
+question verbatim inside the text: questions are indexed by their first
+``PREFIX_CHARS`` characters, so the search costs one dictionary lookup per
+position of the text rather than one scan per known question, and its result is
+cached per prompt hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from workbench.environments import VerifyResult, benchmark_names, get_environment
+from workbench.errors import NelError
+
+PREFIX_CHARS = 32
+"""Length of the question prefix the fallback search keys on (shorter questions use their length)."""
+
+CACHE_LIMIT = 65_536
+"""Fallback results kept before the cache starts afresh: bounds memory under endless unknown prompts."""
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """One problem the mock model knows: where it comes from and what its answer is.
+
+    ``key`` (``"<benchmark>:<task_id>"``) identifies the problem by content, so the
+    skill profile follows a problem even if the data file is reordered.
+    ``verify`` is the benchmark's scorer, which the responder uses to make sure
+    its wrong replies really score as wrong.
+    """
+
+    benchmark: str
+    key: str
+    index: int
+    prompt: str
+    question: str
+    answer: str
+    solution: str | None
+    verify: Callable[[str, str], VerifyResult] | None = field(default=None, repr=False, compare=False)
+
+
+def load_tasks(benchmarks: Sequence[str] | None = None) -> list[Task]:
+    """Read the answer keys of ``benchmarks`` (``None``: every built-in benchmark).
+
+    A named benchmark that cannot be loaded is an error; when all built-ins are
+    wanted, one that fails to load is skipped with a warning so the others still work.
+    """
+    tasks: list[Task] = []
+    for name in benchmark_names() if benchmarks is None else benchmarks:
+        try:
+            env = get_environment(name)
+        except NelError as exc:
+            if benchmarks is not None:
+                raise
+            print(f"nel mock model: warning: skipping benchmark {name!r}: {exc}", file=sys.stderr)
+            continue
+        for i, entry in enumerate(env.answer_key()):
+            seed = env.seed(i)
+            tasks.append(
+                Task(
+                    benchmark=env.name,
+                    key=f"{env.name}:{seed.task_id}",
+                    index=i,
+                    prompt=seed.prompt,
+                    question=entry.question,
+                    answer=entry.answer,
+                    solution=entry.solution,
+                    verify=env.verify,
+                )
+            )
+    return tasks
+
+
+class AnswerIndex:
+    """Prompt text → ``Task``: exact prompts in O(1), wrapped questions by prefix search."""
+
+    def __init__(self, tasks: Iterable[Task]) -> None:
+        self.tasks: list[Task] = list(tasks)
+        self._by_prompt: dict[str, Task] = {t.prompt: t for t in self.tasks}
+        # prefix length → prefix → tasks whose question starts with it
+        self._by_prefix: dict[int, dict[str, list[Task]]] = {}
+        for task in self.tasks:
+            if not task.question:
+                continue
+            width = min(PREFIX_CHARS, len(task.question))
+            self._by_prefix.setdefault(width, {}).setdefault(task.question[:width], []).append(task)
+        self._cache: dict[bytes, Task | None] = {}
+
+    @classmethod
+    def load(cls, benchmarks: Sequence[str] | None = None) -> AnswerIndex:
+        """Build the index from the built-in benchmarks' answer keys."""
+        return cls(load_tasks(benchmarks))
+
+    def __len__(self) -> int:
+        return len(self.tasks)
+
+    def exact(self, prompt: str) -> Task | None:
+        """The task whose rendered prompt is exactly ``prompt``."""
+        return self._by_prompt.get(prompt)
+
+    def lookup(self, text: str) -> Task | None:
+        """The task whose prompt is ``text``, else whose question appears in ``text``, else ``None``."""
+        task = self._by_prompt.get(text)
+        if task is not None:
+            return task
+        digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        try:
+            return self._cache[digest]
+        except KeyError:
+            pass
+        task = self._search(text)
+        if len(self._cache) >= CACHE_LIMIT:
+            self._cache.clear()
+        self._cache[digest] = task
+        return task
+
+    def _search(self, text: str) -> Task | None:
+        """The known question found verbatim in ``text``; the last one wins (few-shot prompts end with it)."""
+        best: Task | None = None
+        best_pos = -1
+        for width, table in self._by_prefix.items():
+            for pos in range(len(text) - width + 1):
+                candidates = table.get(text[pos : pos + width])
+                if candidates is None:
+                    continue
+                for task in candidates:
+                    if not text.startswith(task.question, pos):
+                        continue
+                    longer = best is not None and len(task.question) > len(best.question)
+                    if pos > best_pos or (pos == best_pos and longer):
+                        best, best_pos = task, pos
+        return best

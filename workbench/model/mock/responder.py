@@ -1,0 +1,180 @@
+"""What the mock model says: a worked solution with a final answer, or a plausible way to be wrong.
+
+A correct attempt is the task's worked solution (calculator annotations such as
+``<<16-3-4=9>>`` stripped) followed by a final line in one of
+``FINAL_FORMATS``. A wrong attempt is, by hash, a wrong number after the same
+kind of marker (never equal to the answer), reasoning cut off without a final
+answer (finish reason "length"), a refusal, or an empty reply. Everything is
+decided by the attempt's ``choice`` bits, so the same attempt always reads the
+same. Texts that depend only on the task are cached per task.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+
+from workbench.model.mock.answers import Task
+from workbench.model.mock.skill import SkillProfile
+
+FINAL_FORMATS: tuple[str, ...] = ("The answer is: {}", "#### {}", "\\boxed{{{}}}", "Answer: {}")
+REFUSAL = "I'm sorry, but I can't help with that."
+GENERIC_REPLY = (
+    "Hello! I am the nel workbench's built-in mock model. I only know the questions of the "
+    "built-in benchmarks, and this prompt is not one of them."
+)
+CHARS_PER_TOKEN = 4
+
+# Shares of wrong attempts, in permille: refusal, then empty, then cut-off reasoning; the rest
+# give a wrong number after a final-answer marker.
+_REFUSAL_UNTIL, _EMPTY_UNTIL, _CUT_OFF_UNTIL = 30, 50, 300
+
+_ANNOTATION = re.compile(r"<<[^<>]*>>")
+_OPENER = "Let's work through this step by step.\n"
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """A reply and why it ended: ``"stop"`` (complete) or ``"length"`` (cut off)."""
+
+    text: str
+    finish_reason: str = "stop"
+
+
+def count_tokens(text: str) -> int:
+    """The mock's token count: about one token per four characters, at least one."""
+    return max(1, (len(text) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN)
+
+
+def apply_limits(completion: Completion, max_tokens: int | None, stop: Sequence[str] = ()) -> Completion:
+    """Cut ``completion`` at the first ``stop`` string, then at ``max_tokens``, as an API would."""
+    text, reason = completion.text, completion.finish_reason
+    cut = -1
+    for s in stop:
+        if s:
+            pos = text.find(s)
+            if pos >= 0 and (cut < 0 or pos < cut):
+                cut = pos
+    if cut >= 0:
+        text, reason = text[:cut], "stop"
+    if max_tokens is not None and len(text) > max_tokens * CHARS_PER_TOKEN:
+        text, reason = text[: max_tokens * CHARS_PER_TOKEN], "length"
+    if text is completion.text and reason == completion.finish_reason:
+        return completion
+    return Completion(text, reason)
+
+
+def strip_annotations(solution: str) -> str:
+    """Remove GSM8K calculator annotations (``<<16-3-4=9>>``) from a worked solution."""
+    return _ANNOTATION.sub("", solution).strip()
+
+
+def wrong_answer(answer: str, choice: int) -> str | None:
+    """A plausible wrong final answer, never equal to ``answer``; ``None`` when none can be made.
+
+    Numbers are off by a little, ten times too big, or missing a digit; a
+    multiple-choice letter becomes another letter.
+    """
+    value = _parse_number(answer)
+    if value is None:
+        if len(answer) == 1 and "A" <= answer <= "Z":
+            letters = max(4, ord(answer) - ord("A") + 1)
+            return chr(ord("A") + (ord(answer) - ord("A") + 1 + choice % (letters - 1)) % letters)
+        return None
+    variant = (choice >> 20) % 3
+    digits = str(abs(value)) if value == value.to_integral_value() else ""
+    if variant == 1 and value != 0:
+        wrong = value * 10
+    elif variant == 2 and digits.isdigit() and len(digits) >= 2:
+        drop = (choice >> 32) % len(digits)
+        wrong = Decimal(digits[:drop] + digits[drop + 1 :]) * (-1 if value < 0 else 1)
+    else:
+        delta = 1 + (choice >> 24) % 9
+        wrong = value - delta if (choice >> 40) & 1 and value - delta >= 0 else value + delta
+    if wrong == value:  # cannot happen with the variants above; kept as the guarantee
+        wrong = value + 1
+    return str(wrong)
+
+
+def _parse_number(answer: str) -> Decimal | None:
+    text = answer.strip().replace(",", "").lstrip("$")
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        return None
+    return value if value.is_finite() else None
+
+
+class _TaskTexts:
+    """The parts of a task's replies that do not depend on the attempt."""
+
+    __slots__ = ("correct", "reasoning", "truncated")
+
+    def __init__(self, task: Task) -> None:
+        self.reasoning = strip_annotations(task.solution) if task.solution else ""
+        self.truncated = _cut_before_answer(self.reasoning, task.answer)
+        if _scores_correct(task, self.truncated):
+            # e.g. the scorer's last-number fallback reads "36/3" as the answer 12: stop before any number
+            first_digit = next((i for i, ch in enumerate(self.truncated) if ch.isdigit()), None)
+            self.truncated = _word_cut(self.truncated, first_digit)
+            if _scores_correct(task, self.truncated):
+                self.truncated = _OPENER.rstrip()
+        self.correct: list[str | None] = [None] * len(FINAL_FORMATS)
+
+
+def _cut_before_answer(reasoning: str, answer: str) -> str:
+    """The first half of ``reasoning`` at most, ending before the answer first appears in it."""
+    cut = len(reasoning) // 2
+    for needle in {answer, answer.replace(",", "")}:
+        pos = reasoning.find(needle) if needle else -1
+        if 0 <= pos < cut:
+            cut = pos
+    return _OPENER + _word_cut(reasoning, cut)
+
+
+def _word_cut(text: str, cut: int | None) -> str:
+    """``text`` up to ``cut``, backed off to the previous space so no word or number is split."""
+    if cut is None:
+        return text
+    space = text.rfind(" ", 0, cut)
+    return text[: space if space > 0 else cut].rstrip()
+
+
+def _scores_correct(task: Task, text: str) -> bool:
+    return task.verify is not None and task.verify(text, task.answer).reward > 0
+
+
+class Responder:
+    """Turns (task, request seed, attempt) into the mock's reply under one skill profile."""
+
+    def __init__(self, skill: SkillProfile) -> None:
+        self.skill = skill
+        self._texts: dict[str, _TaskTexts] = {}
+
+    def respond(self, task: Task | None, request_seed: object = None, attempt: object = 0) -> Completion:
+        """The reply to ``task`` (``None``: an unknown prompt, answered generically)."""
+        if task is None:
+            return Completion(GENERIC_REPLY)
+        texts = self._texts.get(task.key)
+        if texts is None:
+            texts = self._texts[task.key] = _TaskTexts(task)
+        verdict = self.skill.attempt(task.key, request_seed, attempt)
+        choice = verdict.choice
+        fmt = choice % len(FINAL_FORMATS)
+        if verdict.correct:
+            text = texts.correct[fmt]
+            if text is None:
+                final = FINAL_FORMATS[fmt].format(task.answer)
+                text = texts.correct[fmt] = f"{texts.reasoning}\n{final}" if texts.reasoning else final
+            return Completion(text)
+        mode = (choice >> 8) % 1000
+        if mode < _REFUSAL_UNTIL:
+            return Completion(REFUSAL)
+        if mode < _EMPTY_UNTIL:
+            return Completion("")
+        wrong = wrong_answer(task.answer, choice) if mode >= _CUT_OFF_UNTIL else None
+        if wrong is None:
+            return Completion(texts.truncated, "length")
+        return Completion(f"{texts.truncated}\n{FINAL_FORMATS[fmt].format(wrong)}")

@@ -1,0 +1,6 @@
+"""Solvers: from a seeded problem to a final response plus transcript."""
+
+from workbench.solvers.base import Solver, SolverOutput, SolverWorker
+from workbench.solvers.simple import SimpleSolver
+
+__all__ = ["SimpleSolver", "Solver", "SolverOutput", "SolverWorker"]

@@ -1,0 +1,46 @@
+"""Solvers turn a seeded problem into a final response and its transcript.
+
+A solver is shared by the whole run; each engine worker opens its own
+``SolverWorker`` (holding its own connection), so workers never contend on a
+shared client.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from workbench.environments.base import Message, SeedResult
+from workbench.model.client import ModelResponse
+
+
+@dataclass(slots=True)
+class SolverOutput:
+    """The final response, the whole transcript, and what the model call reported."""
+
+    response: str
+    messages: list[Message]
+    model: ModelResponse
+    request_hash: str | None = None
+    request_seed: int | None = None
+
+
+class SolverWorker(Protocol):
+    async def solve(self, seed: SeedResult, attempt: int) -> SolverOutput: ...
+
+
+class Solver(Protocol):
+    name: str
+
+    def identity(self) -> dict[str, Any]:
+        """Everything about the solver (and its model) that changes answers; no secrets."""
+        ...
+
+    def worker(self) -> AbstractAsyncContextManager[SolverWorker]:
+        """Per-worker resources (a connection), opened once per engine worker."""
+        ...
+
+    async def preflight(self) -> None:
+        """Fail fast, with a clear message, when the model cannot be reached at all."""
+        ...

@@ -1,0 +1,84 @@
+"""The simple solver: one prompt, one model call, one response."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+
+from workbench.environments.base import Message, SeedResult
+from workbench.errors import RunFailed
+from workbench.model.client import ModelClient, prepare
+from workbench.model.config import ModelConfig, redact_url
+from workbench.solvers.base import SolverOutput
+
+
+class SimpleWorker:
+    def __init__(self, client: ModelClient) -> None:
+        self._client = client
+        self._config = client.config
+
+    async def solve(self, seed: SeedResult, attempt: int) -> SolverOutput:
+        config = self._config
+        request = prepare(config, seed.messages, seed.prompt, attempt)
+        result = await self._client.generate(request, attempt)
+        messages: list[Message] = []
+        if config.protocol == "completions":
+            text = f"{config.system_prompt}\n\n{seed.prompt}" if config.system_prompt else seed.prompt
+            messages.append({"role": "user", "content": text})
+        else:
+            if config.system_prompt:
+                messages.append({"role": "system", "content": config.system_prompt})
+            messages.extend(seed.messages)
+        if result.failure is None or result.text:
+            reply: Message = {"role": "assistant", "content": result.text}
+            if result.tool_calls:
+                reply["tool_calls"] = result.tool_calls
+            messages.append(reply)
+        return SolverOutput(
+            response=result.text,
+            messages=messages,
+            model=result,
+            request_hash=request.request_hash,
+            request_seed=None if config.seed is None else config.seed + attempt,
+        )
+
+
+class SimpleSolver:
+    """Send the seeded prompt to the model once and take its answer."""
+
+    name = "simple"
+
+    def __init__(self, model: ModelConfig) -> None:
+        self.model = model
+
+    def identity(self) -> dict[str, Any]:
+        return {"solver": self.name, **self.model.identity()}
+
+    @asynccontextmanager
+    async def worker(self) -> AsyncIterator[SimpleWorker]:
+        async with ModelClient(self.model) as client:
+            yield SimpleWorker(client)
+
+    async def preflight(self) -> None:
+        """Check the host answers HTTP at all (any status will do), with bounded retries."""
+        parts = urlsplit(self.model.endpoint)
+        probe = urlunsplit((parts.scheme, parts.netloc, parts.path.rsplit("/", 1)[0] + "/models", "", ""))
+        last: Exception | None = None
+        async with httpx.AsyncClient(timeout=httpx.Timeout(10.0)) as http:
+            for delay in (0.0, 0.5, 1.0, 2.0):
+                await asyncio.sleep(delay)
+                try:
+                    await http.get(probe)
+                    return
+                except httpx.TransportError as exc:
+                    last = exc
+        reason = (str(last) or type(last).__name__).splitlines()[0] if last else "unknown error"
+        raise RunFailed(
+            f"cannot reach the model at {redact_url(self.model.endpoint)}: {reason} (4 attempts); "
+            "check --model-url and that the server is running"
+        )

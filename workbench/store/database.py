@@ -1,0 +1,111 @@
+"""Opening the DuckDB file: schema, version checks and lock waits.
+
+DuckDB lets one process write a file, or many read it, at a time. Nothing in
+the workbench holds the file open for long (writers append segments; ingest and
+readers open it briefly), so a lock conflict is waited out rather than shown.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import duckdb
+
+from workbench.errors import UsageError
+from workbench.resources import sql_path
+
+SCHEMA_VERSION = 1
+_LOCK_WAIT_S = 60.0
+
+
+def _is_lock_error(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return "lock" in text and ("conflicting" in text or "could not set" in text)
+
+
+def _connect(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
+    deadline = time.monotonic() + _LOCK_WAIT_S
+    delay = 0.01
+    while True:
+        try:
+            return duckdb.connect(str(path), read_only=read_only)
+        except duckdb.Error as exc:
+            if _is_lock_error(exc) and time.monotonic() < deadline:
+                time.sleep(delay)
+                delay = min(delay * 2, 0.25)
+                continue
+            if _is_lock_error(exc):
+                raise UsageError(f"{path}: the store stayed locked by another process for {_LOCK_WAIT_S:.0f} s") from None
+            raise UsageError(f"{path}: not a nel store ({_first_line(exc)})") from None
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).strip().splitlines()[0][:200]
+
+
+def check_version(con: duckdb.DuckDBPyConnection, path: Path, schema: str = "main") -> None:
+    """Refuse a DuckDB file that is not a store, or one written by a newer schema."""
+    found = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'nel_meta' AND database_name = current_database()"
+        if schema == "main"
+        else f"SELECT count(*) FROM duckdb_tables() WHERE table_name = 'nel_meta' AND database_name = '{schema}'"
+    ).fetchone()
+    if not found or found[0] == 0:
+        raise UsageError(f"{path}: a DuckDB database but not a nel store (it has no nel_meta table)")
+    table = "nel_meta" if schema == "main" else f"{schema}.nel_meta"
+    row = con.execute(f"SELECT value FROM {table} WHERE key = 'schema_version'").fetchone()
+    version = int(row[0]) if row else 0
+    if version > SCHEMA_VERSION:
+        raise UsageError(
+            f"{path}: written by a newer nel (store schema version {version}, this nel reads up to "
+            f"{SCHEMA_VERSION}); upgrade nel-workbench"
+        )
+
+
+def connect_rw(path: Path) -> duckdb.DuckDBPyConnection:
+    """Open (creating if needed) the store for writing, with schema and views in place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fresh = not path.exists()
+    con = _connect(path, read_only=False)
+    try:
+        if not fresh:
+            check_version(con, path)
+        con.execute(sql_path("schema.sql").read_text())
+        con.execute(sql_path("views.sql").read_text())
+    except Exception:
+        con.close()
+        raise
+    return con
+
+
+def connect_ro(path: Path) -> duckdb.DuckDBPyConnection:
+    """Open an existing store read-only."""
+    con = _connect(path, read_only=True)
+    try:
+        check_version(con, path)
+    except Exception:
+        con.close()
+        raise
+    return con
+
+
+def attach_ro(con: duckdb.DuckDBPyConnection, path: Path, alias: str) -> None:
+    """Attach an existing store read-only under ``alias``, waiting out a writer's lock."""
+    deadline = time.monotonic() + _LOCK_WAIT_S
+    delay = 0.01
+    while True:
+        try:
+            con.execute(f"ATTACH '{_sql_str(str(path))}' AS {alias} (READ_ONLY)")
+            break
+        except duckdb.Error as exc:
+            if _is_lock_error(exc) and time.monotonic() < deadline:
+                time.sleep(delay)
+                delay = min(delay * 2, 0.25)
+                continue
+            raise UsageError(f"{path}: not a nel store ({_first_line(exc)})") from None
+    check_version(con, path, schema=alias)
+
+
+def _sql_str(value: str) -> str:
+    return value.replace("'", "''")

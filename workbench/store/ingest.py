@@ -1,0 +1,140 @@
+"""Ingest: move live segments into the DuckDB tables (``nel eval merge``).
+
+Idempotent by construction: every table has a natural key and rows are
+inserted with ``INSERT OR IGNORE``, so merging twice, or merging a segment
+that a crash left behind after it was already ingested, changes nothing.
+Metrics are never stored; the views recompute them from the steps.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+
+from workbench.errors import UsageError
+from workbench.store.columns import RUN_COLUMNS, SHARD_COLUMNS, STEP_COLUMNS, journal_read_sql
+from workbench.store.database import connect_rw
+from workbench.store.live import FINAL_SHARD_STATUSES, LiveShard, LiveState, run_row, scan
+
+
+
+@dataclass(slots=True)
+class IngestReport:
+    runs: dict[str, str] = field(default_factory=dict)  # run_id -> status after ingest
+    steps_added: int = 0
+    shards_ingested: int = 0
+    missing_shards: dict[str, list[int]] = field(default_factory=dict)
+
+
+def _files_sql(paths: list[Path]) -> str:
+    return "[" + ", ".join("'" + str(p).replace("'", "''") + "'" for p in paths) + "]"
+
+
+def live_steps_sql(segments: list[Path], journals: list[Path]) -> str | None:
+    """One SELECT over segment and journal files, deduplicated on the step key."""
+    parts = []
+    cols = ", ".join(STEP_COLUMNS)
+    if segments:
+        parts.append(f"SELECT {cols} FROM read_parquet({_files_sql(segments)})")
+    if journals:
+        parts.append(journal_read_sql(_files_sql(journals)))
+    if not parts:
+        return None
+    union = " UNION ALL ".join(parts)
+    return (
+        f"SELECT {cols} FROM ({union}) "
+        "QUALIFY row_number() OVER (PARTITION BY run_id, task_idx, repeat ORDER BY started_at) = 1"
+    )
+
+
+def live_tasks_sql(files: list[Path]) -> str:
+    return (
+        f"SELECT * FROM read_json({_files_sql(files)}, format = 'newline_delimited', columns = "
+        "{'run_id': 'VARCHAR', 'task_idx': 'INTEGER', 'task_id': 'VARCHAR', 'benchmark': 'VARCHAR', "
+        "'prompt': 'VARCHAR', 'expected_answer': 'VARCHAR', 'metadata': 'VARCHAR'})"
+    )
+
+
+def _insert_rows(con: duckdb.DuckDBPyConnection, table: str, columns: tuple[str, ...], rows: list[dict]) -> None:
+    if not rows:
+        return
+    placeholders = ", ".join("?" for _ in columns)
+    con.executemany(
+        f"INSERT OR REPLACE INTO {table} ({', '.join(columns)}) VALUES ({placeholders})",
+        [[row[c] for c in columns] for row in rows],
+    )
+
+
+def ingest(store: Path, sources: list[Path] | None = None) -> IngestReport:
+    """Ingest the live segments of ``store`` (and of other ``sources`` stores) into ``store``."""
+    states = [scan(store)] + [scan(src) for src in (sources or []) if src != store]
+    state = LiveState([s for st in states for s in st.shards])
+    report = IngestReport()
+    con = connect_rw(store)
+    try:
+        headers = state.run_headers()
+        by_run: dict[str, list[LiveShard]] = defaultdict(list)
+        for shard in state.shards:
+            by_run[shard.run["run_id"]].append(shard)
+        before = _count_steps(con)
+        con.execute("BEGIN TRANSACTION")
+        try:
+            _insert_rows(con, "run_shards", SHARD_COLUMNS, [s.shard_row() for s in state.shards])
+            task_files = state.task_files()
+            if task_files:
+                tasks = live_tasks_sql(task_files)
+                con.execute(
+                    "INSERT OR IGNORE INTO tasks SELECT task_id, any_value(benchmark), any_value(prompt), "
+                    f"any_value(expected_answer), any_value(metadata) FROM ({tasks}) GROUP BY task_id"
+                )
+                con.execute(
+                    "INSERT OR IGNORE INTO run_tasks SELECT DISTINCT run_id, task_idx, task_id "
+                    f"FROM ({tasks})"
+                )
+            steps = live_steps_sql(*state.step_files())
+            if steps:
+                con.execute(f"INSERT OR IGNORE INTO steps {steps}")
+            con.execute(
+                "UPDATE run_shards SET n_steps = c.n FROM (SELECT run_id, shard_idx, count(*) AS n FROM steps "
+                "GROUP BY ALL) c WHERE run_shards.run_id = c.run_id AND run_shards.shard_idx = c.shard_idx"
+            )
+            rows = []
+            for run_id, header in headers.items():
+                known = dict(
+                    con.execute("SELECT shard_idx, status FROM run_shards WHERE run_id = ?", [run_id]).fetchall()
+                )
+                row = run_row(header, by_run[run_id], known)
+                rows.append(row)
+                report.runs[run_id] = row["status"]
+                missing = sorted(set(range(int(header["total_shards"]))) - set(known))
+                if missing:
+                    report.missing_shards[run_id] = missing
+            _insert_rows(con, "runs", RUN_COLUMNS, rows)
+            con.execute("COMMIT")
+        except Exception:
+            con.execute("ROLLBACK")
+            raise
+        report.steps_added = _count_steps(con) - before
+    except duckdb.Error as exc:
+        raise UsageError(f"{store}: merge failed: {str(exc).splitlines()[0]}") from None
+    finally:
+        con.close()
+    for shard in state.shards:
+        # Only a shard that will write no more is removed; a running one keeps its files
+        # (its rows are in the database already, and ingesting them again is a no-op).
+        if shard.status in FINAL_SHARD_STATUSES:
+            shutil.rmtree(shard.dir.path, ignore_errors=True)
+            report.shards_ingested += 1
+            run_dir = shard.dir.path.parent
+            if run_dir.is_dir() and not any(run_dir.iterdir()):
+                run_dir.rmdir()
+    return report
+
+
+def _count_steps(con: duckdb.DuckDBPyConnection) -> int:
+    row = con.execute("SELECT count(*) FROM steps").fetchone()
+    return int(row[0]) if row else 0

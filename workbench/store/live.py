@@ -1,0 +1,171 @@
+"""What the segments directory holds right now: runs and shards not yet ingested.
+
+Both ingest (``nel eval merge``) and readers (``open_store``, ``nel sql``) start
+from this snapshot, so a live run looks the same to every reader.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from workbench.errors import UsageError
+from workbench.store.layout import ShardDir, all_shard_dirs
+
+FINAL_SHARD_STATUSES = frozenset({"complete", "interrupted", "failed"})
+
+
+def _ts(value: float | None) -> datetime | None:
+    return None if value is None else datetime.fromtimestamp(value)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@dataclass(slots=True)
+class LiveShard:
+    """One shard directory: its headers and its files."""
+
+    dir: ShardDir
+    run: dict[str, Any]
+    shard: dict[str, Any]
+    journals: list[Path]
+    segments: list[Path]
+
+    @property
+    def status(self) -> str:
+        """The recorded status, with ``running`` turned into ``interrupted`` when the
+        writing process is gone (a ``kill -9`` leaves no chance to record it)."""
+        status = str(self.shard.get("status", "running"))
+        if status == "running" and self.shard.get("host") == socket.gethostname():
+            pid = self.shard.get("pid")
+            if isinstance(pid, int) and not _pid_alive(pid):
+                return "interrupted"
+        return status
+
+    @property
+    def tasks_file(self) -> Path:
+        return self.dir.path / "tasks.jsonl"
+
+    def shard_row(self) -> dict[str, Any]:
+        s, r = self.shard, self.run
+        return {
+            "run_id": r["run_id"],
+            "shard_idx": s["shard_idx"],
+            "total_shards": s["total_shards"],
+            "problem_start": s["problem_start"],
+            "problem_end": s["problem_end"],
+            "status": self.status,
+            "started_at": _ts(s.get("started_at")),
+            "finished_at": _ts(s.get("finished_at")),
+            "n_steps": None,
+            "host": s.get("host"),
+            "pid": s.get("pid"),
+            "error": s.get("error"),
+        }
+
+
+@dataclass(slots=True)
+class LiveState:
+    shards: list[LiveShard] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not self.shards
+
+    def run_ids(self) -> list[str]:
+        return sorted({s.run["run_id"] for s in self.shards})
+
+    def step_files(self) -> tuple[list[Path], list[Path]]:
+        segments = [p for s in self.shards for p in s.segments]
+        journals = [p for s in self.shards for p in s.journals]
+        return segments, journals
+
+    def task_files(self) -> list[Path]:
+        return [s.tasks_file for s in self.shards if s.tasks_file.exists()]
+
+    def run_headers(self) -> dict[str, dict[str, Any]]:
+        """One header per run; shards of one run must agree on its identity."""
+        headers: dict[str, dict[str, Any]] = {}
+        for s in self.shards:
+            run_id = s.run["run_id"]
+            first = headers.setdefault(run_id, s.run)
+            if first["identity_hash"] != s.run["identity_hash"]:
+                raise UsageError(
+                    f"run {run_id}: shard {s.shard['shard_idx']} was run with a different configuration "
+                    f"(identity {s.run['identity_hash'][:12]} vs {first['identity_hash'][:12]}); refusing to merge"
+                )
+        return headers
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def scan(store: Path) -> LiveState:
+    """Snapshot the segments directory of ``store``.
+
+    Lists files once; a segment that lands after the snapshot is seen next time,
+    and a journal rolled away between listing and reading is skipped by readers.
+    """
+    state = LiveState()
+    for d in all_shard_dirs(store):
+        run = _read_json(d.run_json)
+        shard = _read_json(d.shard_json)
+        if run is None or shard is None:
+            continue
+        state.shards.append(LiveShard(d, run, shard, d.journals(), d.step_segments()))
+    return state
+
+
+def run_row(header: dict[str, Any], shards: list[LiveShard], known_shard_status: dict[int, str]) -> dict[str, Any]:
+    """The ``runs`` row for a live run, its status derived from every shard's status."""
+    total = int(header["total_shards"])
+    statuses = dict(known_shard_status)
+    for s in shards:
+        statuses[int(s.shard["shard_idx"])] = s.status
+    finished = [s.shard.get("finished_at") for s in shards if s.shard.get("finished_at")]
+    if any(v == "running" for v in statuses.values()):
+        status = "running"
+    elif len(statuses) == total and all(v == "complete" for v in statuses.values()):
+        status = "complete"
+    elif any(v == "failed" for v in statuses.values()):
+        status = "failed"
+    else:
+        status = "incomplete"
+    return {
+        "run_id": header["run_id"],
+        "benchmark": header["benchmark"],
+        "model_id": header.get("model_id"),
+        "model_url": header.get("model_url"),
+        "protocol": header.get("protocol"),
+        "identity_hash": header["identity_hash"],
+        "identity": orjson.dumps(header["identity"]).decode(),
+        "config": orjson.dumps(header.get("config", {})).decode(),
+        "n_tasks": header["n_tasks"],
+        "n_repeats": header["n_repeats"],
+        "problem_start": header["problem_start"],
+        "problem_end": header["problem_end"],
+        "total_shards": total,
+        "status": status,
+        "created_at": _ts(header["created_at"]),
+        "finished_at": _ts(max(finished)) if status != "running" and finished else None,
+        "nel_version": header.get("nel_version"),
+    }

@@ -1,0 +1,134 @@
+"""The shard writer: every completed step reaches the disk as it completes.
+
+A step is appended to the shard's journal with one ``write`` as soon as it is
+verified, so a ``kill -9`` of the process loses no completed step (the page
+cache outlives the process). Every ``roll_every`` steps the journal is closed
+and converted, on a background thread, into an immutable Parquet segment
+(written under a temporary name, then renamed): readers see either the journal
+or the segment, and duplicates from a crash between the two are removed by
+the step key.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import orjson
+
+from workbench.store.columns import journal_read_sql
+from workbench.store.layout import ShardDir, shard_dir
+
+_JOURNAL_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_APPEND
+
+
+def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+    """Write ``data`` so a reader sees the old file or the new one, never half of one."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
+    os.replace(tmp, path)
+
+
+def roll_journal(journal: Path, segment: Path) -> None:
+    """Convert a closed journal into a Parquet segment, then delete the journal."""
+    tmp = segment.with_name(f".{segment.name}.tmp")
+    con = duckdb.connect()
+    try:
+        con.execute("SET threads = 1")
+        query = journal_read_sql(f"'{journal}'")
+        con.execute(f"COPY ({query}) TO '{tmp}' (FORMAT parquet, COMPRESSION zstd)")
+    finally:
+        con.close()
+    os.replace(tmp, segment)
+    journal.unlink()
+
+
+class ShardWriter:
+    """Appends one shard's steps to its journal and rolls journals into segments."""
+
+    def __init__(self, store: Path, run_id: str, shard_idx: int, *, roll_every: int = 4096) -> None:
+        self.dir: ShardDir = shard_dir(store, run_id, shard_idx)
+        self.dir.path.mkdir(parents=True, exist_ok=True)
+        self.run_id = run_id
+        self.shard_idx = shard_idx
+        self.roll_every = roll_every
+        self.n_written = 0
+        self._shard_header: dict[str, Any] = {}
+        self._seq = self.dir.next_seq()
+        self._fd: int | None = None
+        self._in_journal = 0
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nel-roll")
+        self._pending: list[Future[None]] = []
+        # Journals left by a crashed process are rolled first, so the directory stays small.
+        for leftover in self.dir.journals():
+            self._submit_roll(leftover)
+
+    def begin(self, run_header: dict[str, Any], shard_header: dict[str, Any], tasks: list[dict[str, Any]]) -> None:
+        """Record what the run is, what this shard covers and which tasks it will attempt."""
+        write_json_atomic(self.dir.run_json, run_header)
+        self._shard_header = {
+            **shard_header,
+            "status": "running",
+            "started_at": time.time(),
+            "finished_at": None,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "error": None,
+        }
+        write_json_atomic(self.dir.shard_json, self._shard_header)
+        tasks_path = self.dir.path / "tasks.jsonl"
+        tmp = tasks_path.with_name(".tasks.jsonl.tmp")
+        with open(tmp, "wb") as fh:
+            for task in tasks:
+                fh.write(orjson.dumps(task) + b"\n")
+        os.replace(tmp, tasks_path)
+
+    def _journal_path(self) -> Path:
+        return self.dir.path / f"journal-{self._seq:06d}.jsonl"
+
+    def append(self, row: dict[str, Any]) -> None:
+        """Persist one completed step (one ``write`` call)."""
+        if self._fd is None:
+            self._fd = os.open(self._journal_path(), _JOURNAL_FLAGS, 0o644)
+        os.write(self._fd, orjson.dumps(row) + b"\n")
+        self.n_written += 1
+        self._in_journal += 1
+        if self._in_journal >= self.roll_every:
+            self.roll()
+
+    def roll(self) -> None:
+        """Close the current journal and convert it to a segment in the background."""
+        if self._fd is None:
+            return
+        os.close(self._fd)
+        self._fd = None
+        journal = self._journal_path()
+        self._seq += 1
+        self._in_journal = 0
+        self._submit_roll(journal)
+
+    def _submit_roll(self, journal: Path) -> None:
+        segment = journal.with_name(journal.name.replace("journal-", "steps-").replace(".jsonl", ".parquet"))
+        self._pending.append(self._pool.submit(roll_journal, journal, segment))
+        self._pending = [f for f in self._pending if not f.done() or f.exception() is not None]
+
+    def finish(self, status: str, error: str | None = None) -> None:
+        """Roll what is left, wait for segments to land, and record the shard's final status."""
+        self.roll()
+        self._pool.shutdown(wait=True)
+        for fut in self._pending:
+            fut.result()
+        self._shard_header.update(status=status, finished_at=time.time(), error=error, n_steps=self.n_written)
+        write_json_atomic(self.dir.shard_json, self._shard_header)
+
+    def abandon(self) -> None:
+        """Close files without rolling (used when the process is going down hard)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        self._pool.shutdown(wait=False)
