@@ -66,8 +66,10 @@ CREATE TABLE IF NOT EXISTS run_tasks (
     PRIMARY KEY (run_id, task_idx)
 );
 
--- One row per attempt. `messages` is the whole transcript as an OpenAI-format JSON array
--- (system prompt, user prompt, assistant reply, tool calls); the `step_messages` view unnests it.
+-- One row per attempt, unique on (run_id, task_idx, repeat): ingest inserts a step only when that
+-- key is absent (an anti-join rather than a PRIMARY KEY, whose in-memory index would cost more
+-- memory than the rest of a run). `messages` is the whole transcript as an OpenAI-format JSON
+-- array (system prompt, user prompt, assistant reply, tool calls); `step_messages` unnests it.
 CREATE TABLE IF NOT EXISTS steps (
     run_id            VARCHAR NOT NULL,
     task_idx          INTEGER NOT NULL,
@@ -102,6 +104,5 @@ CREATE TABLE IF NOT EXISTS steps (
     request_hash      VARCHAR,          -- SHA-256 of endpoint + request body
     request_seed      BIGINT,
     response_id       VARCHAR,
-    metadata          JSON,
-    PRIMARY KEY (run_id, task_idx, repeat)
+    metadata          JSON
 );

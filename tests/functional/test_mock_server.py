@@ -380,6 +380,14 @@ def test_ready_line_is_the_only_output_and_sigterm_exits_0() -> None:
         assert m.process.stdout.read() == b""
 
 
+def test_sigterm_right_after_the_ready_line_is_never_lost() -> None:
+    # uvloop once dropped a signal that arrived before its loop ran: the server then hung until SIGKILL.
+    for _ in range(8):
+        with mock_model(benchmarks=("gsm8k",)) as m:
+            m.process.send_signal(signal.SIGTERM)
+            assert m.process.wait(3) == 0
+
+
 def test_sigint_exits_0_without_a_traceback() -> None:
     process = subprocess.Popen(
         [sys.executable, "-m", "workbench.model.mock", "--skill-seed", "4"],

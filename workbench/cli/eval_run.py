@@ -68,22 +68,18 @@ def read_summary(store: Path, run_id: str, shard: Shard | None = None) -> RunSum
     """Recompute a run's (or one shard's) summary from its steps in the store."""
     s = open_store(store)
     cols = ", ".join(SUMMARY_COLUMNS)
-    with s.connect() as con:
-        run = con.execute("SELECT n_tasks, n_repeats FROM runs WHERE run_id = ?", [run_id]).fetchone()
-        if run is None:
-            raise UsageError(f"{store}: no run {run_id!r}")
-        n_tasks, n_repeats = int(run[0]), int(run[1])
-        if shard is not None and shard.sharded:
-            lo, hi = con.execute(
-                "SELECT problem_start, problem_end FROM run_shards WHERE run_id = ? AND shard_idx = ?",
-                [run_id, shard.idx],
-            ).fetchone() or (0, 0)
-            n_tasks = int(hi) - int(lo)
-            steps = con.execute(
-                f"SELECT {cols} FROM steps WHERE run_id = ? AND shard_idx = ?", [run_id, shard.idx]
-            ).pl()
-        else:
-            steps = con.execute(f"SELECT {cols} FROM steps WHERE run_id = ?", [run_id]).pl()
+    runs = s.sql("SELECT n_tasks, n_repeats FROM runs WHERE run_id = ?", [run_id])
+    if runs.height == 0:
+        raise UsageError(f"{store}: no run {run_id!r}")
+    n_tasks, n_repeats = int(runs["n_tasks"][0]), int(runs["n_repeats"][0])
+    if shard is not None and shard.sharded:
+        bounds = s.sql(
+            "SELECT problem_start, problem_end FROM run_shards WHERE run_id = ? AND shard_idx = ?", [run_id, shard.idx]
+        )
+        n_tasks = int(bounds["problem_end"][0] - bounds["problem_start"][0]) if bounds.height else 0
+        steps = s.sql(f"SELECT {cols} FROM steps WHERE run_id = ? AND shard_idx = ?", [run_id, shard.idx])
+    else:
+        steps = s.sql(f"SELECT {cols} FROM steps WHERE run_id = ?", [run_id])
     return summarize(run_id, steps, n_tasks, n_repeats)
 
 

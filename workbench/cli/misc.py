@@ -39,8 +39,7 @@ def cmd_sql(args: argparse.Namespace) -> int:
     query = _named_query(args.named) if args.named else args.query
     store = open_store(store_path(args))
     try:
-        with store.connect() as con:
-            frame = con.execute(query).pl()
+        frame = store.sql(query)
     except duckdb.Error as exc:
         raise UsageError(f"SQL error: {' '.join(str(exc).split())}") from None
     if args.format == "csv":

@@ -11,9 +11,6 @@ import contextlib
 import sys
 from collections.abc import AsyncIterator
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
 from workbench.engine.progress import RunProgress
 
 
@@ -30,6 +27,9 @@ async def progress_bar(enabled: bool, label: str) -> AsyncIterator[list[RunProgr
     if not enabled or not sys.stderr.isatty():
         yield holder
         return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     console = Console(file=sys.stderr)
     bar = Progress(
         TextColumn("[bold]{task.description}"),

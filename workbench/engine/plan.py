@@ -63,29 +63,24 @@ def _store_exists(store: Path) -> bool:
     return store.exists() or segments_root(store).is_dir()
 
 
+def _first_row(store: Path, query: str, params: list[Any]) -> dict[str, Any] | None:
+    rows = Store(store).sql(query, params).to_dicts()
+    return rows[0] if rows else None
+
+
 def _run_row(store: Path, run_id: str) -> dict[str, Any] | None:
-    with Store(store).connect() as con:
-        cur = con.execute("SELECT * FROM runs WHERE run_id = ?", [run_id])
-        row = cur.fetchone()
-        return None if row is None else dict(zip([d[0] for d in cur.description], row, strict=True))
+    return _first_row(store, "SELECT * FROM runs WHERE run_id = ?", [run_id])
 
 
 def _latest_run(store: Path, benchmark: str) -> dict[str, Any] | None:
-    with Store(store).connect() as con:
-        cur = con.execute(
-            "SELECT * FROM runs WHERE benchmark = ? ORDER BY created_at DESC LIMIT 1", [benchmark]
-        )
-        row = cur.fetchone()
-        return None if row is None else dict(zip([d[0] for d in cur.description], row, strict=True))
+    return _first_row(store, "SELECT * FROM runs WHERE benchmark = ? ORDER BY created_at DESC LIMIT 1", [benchmark])
 
 
 def _done_keys(store: Path, run_id: str, lo: int, hi: int) -> frozenset[tuple[int, int]]:
-    with Store(store).connect() as con:
-        rows = con.execute(
-            "SELECT task_idx, repeat FROM steps WHERE run_id = ? AND task_idx >= ? AND task_idx < ?",
-            [run_id, lo, hi],
-        ).fetchall()
-    return frozenset((int(i), int(r)) for i, r in rows)
+    frame = Store(store).sql(
+        "SELECT task_idx, repeat FROM steps WHERE run_id = ? AND task_idx >= ? AND task_idx < ?", [run_id, lo, hi]
+    )
+    return frozenset(zip(frame["task_idx"].to_list(), frame["repeat"].to_list(), strict=True))
 
 
 def _check_same_identity(existing: dict[str, Any], identity: dict[str, Any], run_id: str) -> None:

@@ -44,9 +44,12 @@ def _builtin_definitions() -> dict[str, Path]:
 def _ensure_builtins() -> None:
     from workbench.environments.dataset import DatasetEnvironment
 
+    def factory(path: Path) -> Factory:
+        return lambda: DatasetEnvironment.from_definition(path)
+
     for name, path in _builtin_definitions().items():
         if name not in _REGISTRY:
-            _REGISTRY[name] = lambda path=path: DatasetEnvironment.from_definition(path)
+            _REGISTRY[name] = factory(path)
 
 
 def benchmark_names() -> list[str]:

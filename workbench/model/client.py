@@ -1,9 +1,10 @@
 """An async client for OpenAI-compatible endpoints, built for throughput.
 
 Each engine worker owns one ``ModelClient`` holding one ``httpx.AsyncClient``
-with a single keep-alive connection. Measured on a 2-core machine, a shared
-client with a 64-connection pool cost ~4 ms of CPU per request at 64 in flight
-(pool bookkeeping), per-worker single-connection clients ~0.5 ms.
+with a single keep-alive connection: a shared client with a 64-connection pool
+costs ~4 ms of CPU per request at 64 in flight (pool bookkeeping). Under it sits
+``FastTransport`` (0.3 ms of CPU per request here, against 0.85-1.1 ms for
+httpx's default stack); with proxy variables set, httpx's own transport is used.
 
 Retries: 429, 5xx, timeouts, dropped connections and unparseable bodies are
 retried with exponential backoff and full jitter, honouring ``Retry-After``.
@@ -15,10 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 import random
+import ssl
 import time
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
+from functools import cache
 from typing import Any
 
 import httpx
@@ -27,10 +31,26 @@ import orjson
 from workbench.environments.base import Message
 from workbench.model.config import ModelConfig, redact_url
 from workbench.model.failures import FailureCategory, classify_http_error
+from workbench.model.transport import FastTransport
 
 _RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
 _FATAL_STATUS = {401: "rejected the API key", 403: "refused access", 404: "has no such endpoint"}
 _MAX_RETRY_AFTER_S = 120.0
+
+
+_PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
+
+
+@cache
+def _ssl_context() -> ssl.SSLContext:
+    """One verified TLS context for every worker (building one costs ~30 ms)."""
+    return ssl.create_default_context()
+
+
+def _transport() -> FastTransport | None:
+    if any(os.environ.get(v) for v in _PROXY_VARS):
+        return None  # httpx's transport honours proxy settings
+    return FastTransport(_ssl_context())
 
 
 class FatalModelError(Exception):
@@ -113,11 +133,23 @@ class ModelClient:
             headers["Authorization"] = f"Bearer {config.api_key}"
         self._headers = headers
         self._rng = rng or random.Random()
-        self._http = httpx.AsyncClient(
-            timeout=httpx.Timeout(config.request_timeout, connect=min(10.0, config.request_timeout)),
-            limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
-            follow_redirects=False,
-        )
+        timeout = httpx.Timeout(config.request_timeout, connect=min(10.0, config.request_timeout))
+        self._url = httpx.URL(self._endpoint)
+        self._fast = _transport()
+        if self._fast is not None:
+            # Requests go straight to the transport: httpx's client-level merging of URLs,
+            # headers and cookies costs more than the whole HTTP exchange on loopback.
+            headers["Host"] = self._url.netloc.decode("ascii")
+            headers["User-Agent"] = "nel-workbench"
+            self._timeout_ext = {"timeout": timeout.as_dict()}
+            self._http: httpx.AsyncClient | None = None
+        else:
+            self._http = httpx.AsyncClient(
+                timeout=timeout,
+                limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
+                follow_redirects=False,
+                verify=_ssl_context(),
+            )
 
     async def __aenter__(self) -> ModelClient:
         return self
@@ -126,7 +158,19 @@ class ModelClient:
         await self.aclose()
 
     async def aclose(self) -> None:
-        await self._http.aclose()
+        if self._fast is not None:
+            await self._fast.aclose()
+        if self._http is not None:
+            await self._http.aclose()
+
+    async def _post(self, body: bytes, headers: dict[str, str]) -> httpx.Response:
+        if self._http is not None:
+            return await self._http.post(self._endpoint, content=body, headers=headers)
+        assert self._fast is not None
+        request = httpx.Request("POST", self._url, headers=headers, content=body, extensions=self._timeout_ext)
+        response = await self._fast.handle_async_request(request)
+        await response.aread()
+        return response
 
     def _backoff(self, retry: int, retry_after: float | None) -> float:
         if retry_after is not None:
@@ -143,7 +187,7 @@ class ModelClient:
             out.n_retries = retry
             retry_after: float | None = None
             try:
-                resp = await self._http.post(self._endpoint, content=request.body, headers=headers)
+                resp = await self._post(request.body, headers)
             except httpx.TimeoutException as exc:
                 out.failure, out.error = "timeout", f"request timed out ({type(exc).__name__})"
             except (httpx.TransportError, httpx.DecodingError) as exc:

@@ -56,14 +56,20 @@ SHARD_COLUMNS = (
 )
 
 
+JOURNAL_SENTINEL = b',"_complete":true}\n'
+"""Ends every journal line; read_json fills a truncated line's missing keys with NULL,
+so only lines that reached the sentinel count."""
+
+
 def journal_read_sql(files_sql: str) -> str:
     """SELECT over journal files giving rows typed exactly like ``steps``.
 
-    A line cut short by a crash is skipped (``ignore_errors``), never half-read.
+    A line cut short by a crash is skipped, never half-read: unparseable lines are
+    ignored and parseable prefixes lack the ``_complete`` sentinel.
     """
     json_types = {name: ("DOUBLE" if t == "TIMESTAMP" else "VARCHAR" if t == "JSON" else t)
                   for name, t in STEP_COLUMNS.items()}
-    columns = ", ".join(f"'{name}': '{t}'" for name, t in json_types.items())
+    columns = ", ".join(f"'{name}': '{t}'" for name, t in json_types.items()) + ", '_complete': 'BOOLEAN'"
     select = ", ".join(
         f"make_timestamp(CAST({n} * 1000000 AS BIGINT)) AS {n}" if t == "TIMESTAMP"
         else f"CAST({n} AS JSON) AS {n}" if t == "JSON" else n
@@ -71,5 +77,5 @@ def journal_read_sql(files_sql: str) -> str:
     )
     return (
         f"SELECT {select} FROM read_json({files_sql}, format = 'newline_delimited', "
-        f"columns = {{{columns}}}, ignore_errors = true)"
+        f"columns = {{{columns}}}, ignore_errors = true) WHERE _complete"
     )

@@ -17,6 +17,17 @@ from workbench.resources import sql_path
 
 SCHEMA_VERSION = 1
 _LOCK_WAIT_S = 60.0
+# DuckDB caches up to 80 % of RAM by default; the workbench runs beside the model
+# client and the TUI, so each connection gets a small budget and spills past it.
+MEMORY_LIMIT = "128MB"
+READER_MEMORY_LIMIT = "256MB"  # read_json alone reserves 32 MB per thread
+
+
+def limit_memory(con: duckdb.DuckDBPyConnection, limit: str = MEMORY_LIMIT, threads: int | None = None) -> None:
+    con.execute(f"SET memory_limit = '{limit}'")
+    con.execute("SET preserve_insertion_order = false")
+    if threads is not None:
+        con.execute(f"SET threads = {threads}")
 
 
 def _is_lock_error(exc: Exception) -> bool:
@@ -36,7 +47,9 @@ def _connect(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
                 delay = min(delay * 2, 0.25)
                 continue
             if _is_lock_error(exc):
-                raise UsageError(f"{path}: the store stayed locked by another process for {_LOCK_WAIT_S:.0f} s") from None
+                raise UsageError(
+                    f"{path}: the store stayed locked by another process for {_LOCK_WAIT_S:.0f} s"
+                ) from None
             raise UsageError(f"{path}: not a nel store ({_first_line(exc)})") from None
 
 
@@ -69,6 +82,7 @@ def connect_rw(path: Path) -> duckdb.DuckDBPyConnection:
     fresh = not path.exists()
     con = _connect(path, read_only=False)
     try:
+        limit_memory(con, threads=1)
         if not fresh:
             check_version(con, path)
         con.execute(sql_path("schema.sql").read_text())

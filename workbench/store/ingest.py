@@ -21,7 +21,6 @@ from workbench.store.database import connect_rw
 from workbench.store.live import FINAL_SHARD_STATUSES, LiveShard, LiveState, run_row, scan
 
 
-
 @dataclass(slots=True)
 class IngestReport:
     runs: dict[str, str] = field(default_factory=dict)  # run_id -> status after ingest
@@ -48,6 +47,13 @@ def live_steps_sql(segments: list[Path], journals: list[Path]) -> str | None:
     return (
         f"SELECT {cols} FROM ({union}) "
         "QUALIFY row_number() OVER (PARTITION BY run_id, task_idx, repeat ORDER BY started_at) = 1"
+    )
+
+
+def _insert_new_steps(select: str | None) -> str:
+    return (
+        f"INSERT INTO steps SELECT * FROM ({select}) AS n WHERE NOT EXISTS (SELECT 1 FROM steps s "
+        "WHERE s.run_id = n.run_id AND s.task_idx = n.task_idx AND s.repeat = n.repeat)"
     )
 
 
@@ -95,9 +101,13 @@ def ingest(store: Path, sources: list[Path] | None = None) -> IngestReport:
                     "INSERT OR IGNORE INTO run_tasks SELECT DISTINCT run_id, task_idx, task_id "
                     f"FROM ({tasks})"
                 )
-            steps = live_steps_sql(*state.step_files())
-            if steps:
-                con.execute(f"INSERT OR IGNORE INTO steps {steps}")
+            # One segment (or one journal) per statement: memory stays bounded by a segment,
+            # not by the run; duplicates across files are ignored by the primary key.
+            segments, journals = state.step_files()
+            for path in segments:
+                con.execute(_insert_new_steps(live_steps_sql([path], [])))
+            for path in journals:
+                con.execute(_insert_new_steps(live_steps_sql([], [path])))
             con.execute(
                 "UPDATE run_shards SET n_steps = c.n FROM (SELECT run_id, shard_idx, count(*) AS n FROM steps "
                 "GROUP BY ALL) c WHERE run_shards.run_id = c.run_id AND run_shards.shard_idx = c.shard_idx"

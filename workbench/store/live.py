@@ -141,7 +141,7 @@ def run_row(header: dict[str, Any], shards: list[LiveShard], known_shard_status:
     statuses = dict(known_shard_status)
     for s in shards:
         statuses[int(s.shard["shard_idx"])] = s.status
-    finished = [s.shard.get("finished_at") for s in shards if s.shard.get("finished_at")]
+    finished: list[float] = [float(s.shard["finished_at"]) for s in shards if s.shard.get("finished_at")]
     if any(v == "running" for v in statuses.values()):
         status = "running"
     elif len(statuses) == total and all(v == "complete" for v in statuses.values()):

@@ -20,8 +20,8 @@ import duckdb
 
 from workbench.errors import UsageError
 from workbench.resources import sql_path
-from workbench.store.database import attach_ro
 from workbench.store.columns import RUN_COLUMNS, SHARD_COLUMNS
+from workbench.store.database import READER_MEMORY_LIMIT, attach_ro, limit_memory
 from workbench.store.ingest import live_steps_sql, live_tasks_sql
 from workbench.store.layout import resolve_store_path, segments_root
 from workbench.store.live import LiveShard, LiveState, run_row, scan
@@ -52,6 +52,7 @@ class Store:
         """An in-memory connection with the store's tables and views, live runs included."""
         for attempt in range(8):
             con = duckdb.connect()
+            limit_memory(con, READER_MEMORY_LIMIT)
             try:
                 self._build(con, scan(self.path))
             except duckdb.Error as exc:
@@ -126,20 +127,26 @@ class Store:
         if steps is None:
             con.execute("CREATE VIEW steps AS SELECT * FROM db.steps")
         else:
-            # Materialise the live part once per connection: files may be rolled or removed
-            # by the writer while the connection is open.
-            con.execute(f"CREATE TEMP TABLE live_steps AS {steps}")
+            # A view, not a copy: a running run may be large. If the writer rolls a journal away
+            # mid-query, ``Store.sql`` retries on a fresh snapshot.
             con.execute(
-                "CREATE VIEW steps AS SELECT * FROM db.steps UNION ALL SELECT * FROM live_steps l "
+                f"CREATE VIEW steps AS SELECT * FROM db.steps UNION ALL SELECT * FROM ({steps}) l "
                 "WHERE NOT EXISTS (SELECT 1 FROM db.steps s WHERE s.run_id = l.run_id "
                 "AND s.task_idx = l.task_idx AND s.repeat = l.repeat)"
             )
 
     # ---- convenience readers returning polars frames -------------------------------------
     def sql(self, query: str, params: list[Any] | None = None) -> Any:
-        """Run ``query`` and return a polars DataFrame."""
-        with self.connect() as con:
-            return con.execute(query, params or []).pl()
+        """Run ``query`` and return a polars DataFrame (live runs included)."""
+        for attempt in range(8):
+            try:
+                with self.connect() as con:
+                    return con.execute(query, params or []).pl()
+            except duckdb.Error as exc:
+                if not _vanished(exc) or attempt == 7:
+                    raise
+                time.sleep(0.02 * (attempt + 1))
+        raise AssertionError("unreachable")
 
     def runs(self) -> Any:
         """Every run with its metrics (the ``run_metrics`` view), newest first."""

@@ -21,7 +21,7 @@ from typing import Any
 import duckdb
 import orjson
 
-from workbench.store.columns import journal_read_sql
+from workbench.store.columns import JOURNAL_SENTINEL, journal_read_sql
 from workbench.store.layout import ShardDir, shard_dir
 
 _JOURNAL_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_APPEND
@@ -40,6 +40,7 @@ def roll_journal(journal: Path, segment: Path) -> None:
     con = duckdb.connect()
     try:
         con.execute("SET threads = 1")
+        con.execute("SET memory_limit = '128MB'")
         query = journal_read_sql(f"'{journal}'")
         con.execute(f"COPY ({query}) TO '{tmp}' (FORMAT parquet, COMPRESSION zstd)")
     finally:
@@ -95,7 +96,8 @@ class ShardWriter:
         """Persist one completed step (one ``write`` call)."""
         if self._fd is None:
             self._fd = os.open(self._journal_path(), _JOURNAL_FLAGS, 0o644)
-        os.write(self._fd, orjson.dumps(row) + b"\n")
+        # The sentinel comes last: a line cut short by a crash lacks it and is never read.
+        os.write(self._fd, orjson.dumps(row)[:-1] + JOURNAL_SENTINEL)
         self.n_written += 1
         self._in_journal += 1
         if self._in_journal >= self.roll_every:

@@ -127,7 +127,7 @@ class _TaskTexts:
 def _cut_before_answer(reasoning: str, answer: str) -> str:
     """The first half of ``reasoning`` at most, ending before the answer first appears in it."""
     cut = len(reasoning) // 2
-    for needle in {answer, answer.replace(",", "")}:
+    for needle in (answer, answer.replace(",", "")):
         pos = reasoning.find(needle) if needle else -1
         if 0 <= pos < cut:
             cut = pos

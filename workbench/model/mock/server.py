@@ -305,13 +305,22 @@ def serve_forever(
     loop = new_event_loop()
     asyncio.set_event_loop(loop)
     try:
-        server = loop.run_until_complete(start_server(config, index, sock))
-        stop = asyncio.Event()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, stop.set)
-        on_ready()
-        loop.run_until_complete(stop.wait())
-        server.close()
+        loop.run_until_complete(_serve_until_signalled(config, index, sock, on_ready))
     finally:
         asyncio.set_event_loop(None)
         loop.close()
+
+
+async def _serve_until_signalled(
+    config: MockConfig, index: AnswerIndex, sock: socket.socket, on_ready: Callable[[], None]
+) -> None:
+    # Signal handlers are installed from inside the running loop: uvloop can lose a signal that
+    # arrives between add_signal_handler and the loop starting to run.
+    server = await start_server(config, index, sock)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    on_ready()
+    await stop.wait()
+    server.close()

@@ -1,0 +1,198 @@
+"""The store: journals survive a crash, readers see live steps, ingest is idempotent."""
+
+import os
+import time
+
+import duckdb
+import orjson
+import pytest
+
+from workbench import open_store
+from workbench.errors import UsageError
+from workbench.resources import sql_path
+from workbench.store import ShardWriter, ingest
+from workbench.store.columns import STEP_COLUMNS
+from workbench.store.layout import segments_root
+
+RUN = "r1"
+
+
+def header(n_tasks=3, repeats=2, total_shards=1):
+    return {
+        "run_id": RUN, "benchmark": "b", "model_id": "m", "model_url": "http://h/v1", "protocol": "chat_completions",
+        "identity_hash": "ab" * 32, "identity": {"benchmark": "b"}, "config": {}, "n_tasks": n_tasks,
+        "n_repeats": repeats, "problem_start": 0, "problem_end": n_tasks, "total_shards": total_shards,
+        "created_at": time.time(), "nel_version": "test",
+    }
+
+
+def step(idx, rep, passed=True, shard=0):
+    row = dict.fromkeys(STEP_COLUMNS)
+    row.update(run_id=RUN, task_idx=idx, repeat=rep, task_id=f"t{idx}", shard_idx=shard, started_at=time.time(),
+               reward=1.0 if passed else 0.0, passed=passed, messages=orjson.dumps([{"role": "user"}]).decode(),
+               latency_ms=1.0, total_tokens=10)
+    return row
+
+
+def tasks(n):
+    return [{"run_id": RUN, "task_idx": i, "task_id": f"t{i}", "benchmark": "b", "prompt": f"p{i}",
+             "expected_answer": "1", "metadata": None} for i in range(n)]
+
+
+def writer(store, n_tasks=3, roll_every=4096, shard=0, total=1):
+    w = ShardWriter(store, RUN, shard, roll_every=roll_every)
+    w.begin(header(n_tasks, total_shards=total), {"shard_idx": shard, "total_shards": total,
+                                                   "problem_start": 0, "problem_end": n_tasks}, tasks(n_tasks))
+    return w
+
+
+def count(store):
+    return open_store(store).sql("SELECT count(*) AS n FROM steps")["n"][0]
+
+
+def test_the_steps_columns_match_the_schema_contract():
+    con = duckdb.connect()
+    con.execute(sql_path("schema.sql").read_text())
+    described = {row[0]: row[1] for row in con.execute("DESCRIBE steps").fetchall()}
+    assert list(described) == list(STEP_COLUMNS)
+
+
+def test_a_step_is_readable_as_soon_as_it_is_appended(tmp_path):
+    store = tmp_path / "nel.duckdb"
+    w = writer(store)
+    w.append(step(0, 0))
+    assert count(store) == 1
+    runs = open_store(store).runs()
+    assert runs["status"][0] == "running"
+    w.finish("complete")
+
+
+def test_journals_roll_into_parquet_segments_without_losing_or_doubling_steps(tmp_path):
+    store = tmp_path / "nel.duckdb"
+    w = writer(store, roll_every=2)
+    for idx in range(3):
+        for rep in range(2):
+            w.append(step(idx, rep))
+    w.finish("complete")
+    assert len(w.dir.step_segments()) == 3
+    assert not w.dir.journals()
+    assert count(store) == 6
+
+
+@pytest.mark.parametrize("keep", [40, 0.5, -25, -2])
+def test_a_line_cut_short_by_a_crash_is_skipped_not_half_read(tmp_path, keep):
+    store = tmp_path / "nel.duckdb"
+    w = writer(store)
+    w.append(step(0, 0))
+    w.append(step(0, 1))
+    w.abandon()
+    journal = w.dir.journals()[0]
+    lines = journal.read_bytes().splitlines(keepends=True)
+    cut = int(len(lines[1]) * keep) if isinstance(keep, float) else keep
+    journal.write_bytes(lines[0] + lines[1][:cut])
+    frame = open_store(store).sql("SELECT task_idx, repeat, passed FROM steps")
+    assert frame.rows() == [(0, 0, True)]
+
+
+def test_a_killed_writer_shows_as_interrupted_and_its_journal_is_ingested(tmp_path):
+    store = tmp_path / "nel.duckdb"
+    w = writer(store)
+    w.append(step(0, 0))
+    w.abandon()
+    shard = orjson.loads(w.dir.shard_json.read_bytes())
+    shard["pid"] = 2**22 + 12345  # no such process
+    w.dir.shard_json.write_bytes(orjson.dumps(shard))
+    assert open_store(store).runs()["status"][0] == "incomplete"
+    report = ingest(store)
+    assert report.steps_added == 1
+    assert count(store) == 1
+
+
+def test_ingest_is_idempotent_and_recomputes_metrics_from_steps(tmp_path):
+    store = tmp_path / "nel.duckdb"
+    w = writer(store)
+    for idx in range(3):
+        for rep in range(2):
+            w.append(step(idx, rep, passed=(idx == 0 or rep == 0)))
+    w.finish("complete")
+    # Keep a copy of the segments to ingest them a second time, as after a crash mid-merge.
+    seg_copies = [(p, p.read_bytes()) for p in w.dir.step_segments()]
+    first = ingest(store)
+    assert first.steps_added == 6
+    assert first.runs == {RUN: "complete"}
+    assert not segments_root(store).joinpath(RUN).exists()
+    w2 = writer(store)
+    for path, data in seg_copies:
+        path.write_bytes(data)
+    w2.finish("complete")
+    assert ingest(store).steps_added == 0
+    metrics = open_store(store).runs()
+    assert metrics["n_steps"][0] == 6
+    assert metrics["pass_at_1"][0] == pytest.approx((1.0 + 0.5 + 0.5) / 3)
+    buckets = open_store(store).tasks(RUN)["bucket"].to_list()
+    assert buckets == ["always", "sometimes", "sometimes"]
+
+
+def test_a_task_with_no_step_is_missing(tmp_path):
+    store = tmp_path / "nel.duckdb"
+    w = writer(store, n_tasks=3)
+    w.append(step(0, 0))
+    w.finish("interrupted")
+    assert open_store(store).tasks(RUN)["bucket"].to_list() == ["always", "missing", "missing"]
+
+
+def test_shards_of_one_run_must_share_an_identity(tmp_path):
+    store = tmp_path / "nel.duckdb"
+    writer(store, shard=0, total=2).finish("complete")
+    other = ShardWriter(store, RUN, 1)
+    bad = header(total_shards=2)
+    bad["identity_hash"] = "cd" * 32
+    other.begin(bad, {"shard_idx": 1, "total_shards": 2, "problem_start": 0, "problem_end": 3}, tasks(3))
+    other.finish("complete")
+    with pytest.raises(UsageError, match="different configuration"):
+        ingest(store)
+
+
+def test_a_file_that_is_not_a_store_is_refused_clearly(tmp_path):
+    path = tmp_path / "notes.duckdb"
+    path.write_text("hello")
+    with pytest.raises(UsageError, match="not a nel store"):
+        open_store(path).runs()
+
+
+def test_a_duckdb_file_without_the_schema_is_refused_clearly(tmp_path):
+    path = tmp_path / "other.duckdb"
+    duckdb.connect(str(path)).execute("CREATE TABLE x (a INT)").close()
+    with pytest.raises(UsageError, match="not a nel store"):
+        open_store(path).runs()
+
+
+def test_a_store_from_a_newer_schema_is_refused_clearly(tmp_path):
+    store = tmp_path / "nel.duckdb"
+    writer(store).finish("complete")
+    ingest(store)
+    con = duckdb.connect(str(store))
+    con.execute("UPDATE nel_meta SET value = '99' WHERE key = 'schema_version'")
+    con.close()
+    with pytest.raises(UsageError, match="newer nel"):
+        open_store(store).runs()
+
+
+def test_a_missing_store_is_a_clear_error(tmp_path):
+    with pytest.raises(UsageError, match="no store here"):
+        open_store(tmp_path / "nope.duckdb")
+
+
+def test_readers_wait_out_a_writers_lock_instead_of_failing(tmp_path):
+    store = tmp_path / "nel.duckdb"
+    writer(store).finish("complete")
+    ingest(store)
+    pid = os.fork()
+    if pid == 0:  # a child holds the write lock briefly, as ingest does
+        con = duckdb.connect(str(store))
+        time.sleep(0.5)
+        con.close()
+        os._exit(0)
+    time.sleep(0.1)
+    assert open_store(store).runs().height == 1
+    os.waitpid(pid, 0)
