@@ -19,7 +19,7 @@ SCHEMA_VERSION = 1
 _LOCK_WAIT_S = 60.0
 # DuckDB caches up to 80 % of RAM by default; the workbench runs beside the model
 # client and the TUI, so each connection gets a small budget and spills past it.
-MEMORY_LIMIT = "128MB"
+MEMORY_LIMIT = "64MB"
 READER_MEMORY_LIMIT = "256MB"  # read_json alone reserves 32 MB per thread
 
 

@@ -40,7 +40,7 @@ def roll_journal(journal: Path, segment: Path) -> None:
     con = duckdb.connect()
     try:
         con.execute("SET threads = 1")
-        con.execute("SET memory_limit = '128MB'")
+        con.execute("SET memory_limit = '64MB'")
         query = journal_read_sql(f"'{journal}'")
         con.execute(f"COPY ({query}) TO '{tmp}' (FORMAT parquet, COMPRESSION zstd)")
     finally:
@@ -52,7 +52,7 @@ def roll_journal(journal: Path, segment: Path) -> None:
 class ShardWriter:
     """Appends one shard's steps to its journal and rolls journals into segments."""
 
-    def __init__(self, store: Path, run_id: str, shard_idx: int, *, roll_every: int = 4096) -> None:
+    def __init__(self, store: Path, run_id: str, shard_idx: int, *, roll_every: int = 1024) -> None:
         self.dir: ShardDir = shard_dir(store, run_id, shard_idx)
         self.dir.path.mkdir(parents=True, exist_ok=True)
         self.run_id = run_id
