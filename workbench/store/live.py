@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import socket
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,8 @@ FINAL_SHARD_STATUSES = frozenset({"complete", "interrupted", "failed"})
 
 
 def _ts(value: float | None) -> datetime | None:
-    return None if value is None else datetime.fromtimestamp(value)
+    """Naive UTC, as ``steps.started_at`` is: every timestamp in the store is UTC."""
+    return None if value is None else datetime.fromtimestamp(value, tz=UTC).replace(tzinfo=None)
 
 
 def _pid_alive(pid: int) -> bool:
