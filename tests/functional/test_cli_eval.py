@@ -3,10 +3,14 @@ model on loopback, checked through the store they leave behind."""
 
 from __future__ import annotations
 
+import http.server
 import re
 import socket
 import subprocess
+import threading
 import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import duckdb
@@ -149,9 +153,11 @@ class TestSql:
     def test_table_csv_and_json_formats_give_the_same_answer(self, finished, tmp_path):
         store = str(_store(finished))
         query = "SELECT task_idx, count(*) AS n FROM steps GROUP BY task_idx ORDER BY task_idx"
-        table = nel("sql", query, "--store", store, cwd=tmp_path)
-        csv = nel("sql", query, "--store", store, "--format", "csv", cwd=tmp_path)
-        js = nel("sql", query, "--store", store, "--format", "json", cwd=tmp_path)
+        with ThreadPoolExecutor(3) as pool:  # three readers of one store at once, as a bonus
+            table, csv, js = pool.map(
+                lambda fmt: nel("sql", query, "--store", store, "--format", fmt, cwd=tmp_path),
+                ["table", "csv", "json"],
+            )
         for proc in (table, csv, js):
             assert_ok(proc)
         assert f"({PROBLEMS} rows)" in table.stdout
@@ -260,20 +266,14 @@ class TestUsageErrors:
         line = assert_one_line_error(nel("sql", "SELECT 1", "--store", str(bogus), cwd=tmp_path), 2)
         assert "not a nel store" in line
 
-    def test_a_text_file_is_not_a_store_for_eval_run(self, mock, tmp_path):
+    def test_a_text_file_is_refused_as_a_store_by_eval_run_before_any_step_runs(self, mock, tmp_path):
         bogus = tmp_path / "notes.txt"
         bogus.write_text("hello, not a database\n")
         proc = nel(*eval_args(mock.base_url, problems=3, repeats=1, store=bogus), cwd=tmp_path)
         assert "not a nel store" in assert_one_line_error(proc, 2)
-        assert bogus.read_text() == "hello, not a database\n"
-
-    def test_a_store_that_is_not_a_store_is_refused_before_any_step_runs(self, mock, tmp_path):
-        bogus = tmp_path / "notes.txt"
-        bogus.write_text("hello, not a database\n")
-        proc = nel(*eval_args(mock.base_url, problems=3, repeats=1, store=bogus), cwd=tmp_path)
-        assert proc.returncode == 2
         assert "starting run" not in proc.stderr
         assert not (tmp_path / "notes.txt.segments").exists()
+        assert bogus.read_text() == "hello, not a database\n"
 
     def test_a_duckdb_file_without_nel_tables_is_not_a_store(self, tmp_path):
         other = tmp_path / "other.duckdb"
@@ -293,20 +293,54 @@ class TestUsageErrors:
         line = assert_one_line_error(nel("sql", "SELECT 1", "--store", str(store), cwd=tmp_path), 2)
         assert "newer" in line and "99" in line
 
-    def test_a_store_from_a_newer_schema_is_refused_by_eval_run(self, mock, tmp_path):
+    def test_a_store_from_a_newer_schema_is_refused_by_eval_run_before_any_step_runs(self, mock, tmp_path):
         store = self._newer_store(tmp_path / "nel.duckdb")
         proc = nel(*eval_args(mock.base_url, problems=3, repeats=1, store=store), cwd=tmp_path)
         assert "newer" in assert_one_line_error(proc, 2)
+        assert "starting run" not in proc.stderr
+        assert not store.with_name("nel.duckdb.segments").exists()
         con = duckdb.connect(str(store), read_only=True)
         assert con.execute("SELECT count(*) FROM steps").fetchone() == (0,)
         con.close()
 
-    def test_a_store_from_a_newer_schema_is_refused_before_any_step_runs(self, mock, tmp_path):
-        store = self._newer_store(tmp_path / "nel.duckdb")
-        proc = nel(*eval_args(mock.base_url, problems=3, repeats=1, store=store), cwd=tmp_path)
-        assert proc.returncode == 2
-        assert "starting run" not in proc.stderr
-        assert not store.with_name("nel.duckdb.segments").exists()
+
+class _EchoKeyHandler(http.server.BaseHTTPRequestHandler):
+    """An endpoint that rejects the key and quotes it back, as some OpenAI-compatible servers do."""
+
+    status = 401
+
+    def _send(self, code: int, body: dict) -> None:
+        data = orjson.dumps(body)
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        self._send(200, {"object": "list", "data": []})
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        key = self.headers.get("Authorization", "").removeprefix("Bearer ")
+        self._send(self.server.status, {"error": {"message": f"Incorrect API key provided: {key}"}})  # type: ignore[attr-defined]
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture()
+def echo_key_server(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Base URL of a server answering every completion with ``request.param`` and the key quoted back."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _EchoKeyHandler)
+    server.status = request.param  # type: ignore[attr-defined]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 class TestSecrets:
@@ -352,12 +386,47 @@ class TestSecrets:
         )
         self._assert_secret_nowhere(secret, out, proc)
 
-    def test_key_in_the_url_query_is_never_written(self, mock, tmp_path):
-        secret = "URLQUERYSECRET0123456789"
+    def test_credentials_in_the_url_are_never_written(self, mock, tmp_path):
+        password, query_key = "USERINFOSECRET0123456789", "URLQUERYSECRET0123456789"
         out = tmp_path / "o"
-        url = f"{mock.base_url}/chat/completions?api_key={secret}"
+        url = mock.base_url.replace("http://", f"http://user:{password}@")
+        url += f"/chat/completions?api_key={query_key}"
         proc = nel(*eval_args(url, problems=5, repeats=2, output_dir=out), cwd=tmp_path)
-        self._assert_secret_nowhere(secret, out, proc)
+        self._assert_secret_nowhere(password, out, proc)
+        self._assert_secret_nowhere(query_key, out, proc)
+
+    @pytest.mark.parametrize("echo_key_server", [401, 400], indirect=True)
+    def test_a_key_quoted_back_by_the_server_is_never_written(self, echo_key_server, tmp_path):
+        secret = "sk-test-ECHOEDSECRET-0123456789"
+        out = tmp_path / "o"
+        proc = nel(
+            *eval_args(echo_key_server, problems=3, repeats=1, output_dir=out),
+            cwd=tmp_path,
+            env=clean_env(OPENAI_API_KEY=secret),
+        )
+        assert proc.returncode in (0, 1), proc.stderr
+        assert secret not in proc.stdout and secret not in proc.stderr
+        assert secret not in self._all_text_in_store(out / "nel.duckdb")
+        for path in (p for p in out.rglob("*") if p.is_file()):
+            assert secret.encode() not in path.read_bytes(), f"{secret} leaked into {path}"
+
+
+def test_a_store_path_with_an_apostrophe_works(mock, tmp_path):
+    out = tmp_path / "o'brien results"
+    proc = nel(*eval_args(mock.base_url, problems=5, repeats=2, output_dir=out), cwd=tmp_path)
+    assert_ok(proc)
+    assert open_store(out).sql("SELECT count(*) AS n FROM db.steps")["n"][0] == 10
+
+
+def test_nel_sql_cannot_modify_the_store(finished, tmp_path):
+    store = _store(finished)
+    before = open_store(store).steps().height
+    assert_one_line_error(nel("sql", "DELETE FROM db.steps", "--store", str(store), cwd=tmp_path), 2)
+    for statement in ("DROP TABLE db.runs", "UPDATE db.steps SET reward = 0"):  # the same path, in-process
+        with pytest.raises(duckdb.Error):
+            open_store(store).sql(statement)
+    assert open_store(store).steps().height == before
+    assert open_store(store).sql("SELECT count(*) AS n FROM runs")["n"][0] == 1
 
 
 def test_help_is_fast(tmp_path):
@@ -389,3 +458,14 @@ def test_step_times_fall_inside_their_run_whatever_the_local_timezone(mock, tmp_
         .row(0, named=True)
     )
     assert row["created_at"] <= row["shard_start"] <= row["first"] <= row["last"] <= row["finished_at"]
+
+
+def test_demo_runs_gsm8k_against_the_built_in_mock_end_to_end(tmp_path):
+    out = tmp_path / "demo"
+    proc = nel(
+        "demo", "--problems", "10", "--repeats", "2", "--output-dir", str(out), "--no-progress", cwd=tmp_path
+    )
+    assert_ok(proc)
+    assert "mock model" in proc.stderr and "pass@2" in proc.stdout and "Next things to try" in proc.stdout
+    metrics = open_store(out).runs().row(0, named=True)
+    assert (metrics["status"], metrics["n_steps"], metrics["model_id"]) == ("complete", 20, "nel-mock")

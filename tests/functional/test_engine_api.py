@@ -80,6 +80,63 @@ class TestRunEvaluation:
         assert workbench.open_store(store).steps(result.run_id).height == TOTAL
 
 
+def test_a_seed_gives_each_attempt_its_own_reproducible_request(mock, tmp_path):
+    store = tmp_path / "nel.duckdb"
+    solver = _solver(mock, seed=7)
+    first = asyncio.run(
+        run_evaluation(get_environment("gsm8k"), solver, store=store, n_repeats=3, max_problems=5)
+    )
+    steps = workbench.open_store(store).steps(first.run_id)
+    assert steps["request_seed"].to_list() == [7 + r for _ in range(5) for r in range(3)]
+    assert steps["request_hash"].n_unique() == 15, "the seed is part of the request body"
+    second = asyncio.run(
+        run_evaluation(get_environment("gsm8k"), solver, store=store, n_repeats=3, max_problems=5)
+    )
+    again = workbench.open_store(store).steps(second.run_id)
+    cols = ["task_idx", "repeat", "request_hash", "response", "reward"]
+    assert again.select(cols).equals(steps.select(cols)), "same seed, same requests, same answers"
+
+
+class TestRunIdentity:
+    """A run is its configuration: resuming, or adding a shard, with another one is refused by name."""
+
+    def test_resume_over_more_problems_is_refused_naming_the_range(self, run, mock):
+        result, store, _ = run
+        with pytest.raises(UsageError, match="problem_end"):
+            _run(mock, store, run_id=result.run_id, resume=True, max_problems=PROBLEMS + 2)
+
+    def test_a_second_run_without_resume_or_run_id_is_a_new_run(self, mock, tmp_path):
+        store = tmp_path / "nel.duckdb"
+        first = _run(mock, store, max_problems=5, n_repeats=1)
+        second = _run(mock, store, max_problems=5, n_repeats=1)
+        assert first.run_id != second.run_id
+        runs = workbench.open_store(store).runs()
+        assert sorted(runs["run_id"]) == sorted([first.run_id, second.run_id])
+        assert runs["n_steps"].to_list() == [5, 5]
+
+    def test_a_shard_with_another_configuration_under_the_same_run_id_is_refused(self, mock, tmp_path):
+        store = tmp_path / "nel.duckdb"
+        env = get_environment("gsm8k")
+
+        def shard(idx: int, seed: int) -> RunResult:
+            return asyncio.run(
+                run_evaluation(
+                    env,
+                    _solver(mock, seed=seed),
+                    store=store,
+                    n_repeats=1,
+                    max_problems=6,
+                    shard=Shard(idx, 2),
+                    run_id="shared",
+                )
+            )
+
+        assert shard(0, seed=1).status == "complete"
+        with pytest.raises(UsageError, match=r"seed: 1 -> 2"):
+            shard(1, seed=2)
+        assert workbench.open_store(store).steps("shared")["task_idx"].to_list() == [0, 1, 2]
+
+
 class TestStoreReaders:
     """``open_store`` over the run: per-task buckets, run metrics with intervals."""
 

@@ -3,6 +3,7 @@ step it completed; a resume with another configuration is refused; resuming a co
 
 from __future__ import annotations
 
+import shutil
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,13 +34,13 @@ KEPT = [*KEY, "task_id", "response", "request_hash", "reward", "passed", "extrac
 
 @pytest.fixture(scope="module")
 def slow_mock() -> Iterator[MockHandle]:
-    """A mock that takes 20 ms per answer: slow enough to stop a run part way."""
-    with mock_model(latency_ms=20) as handle:
+    """A mock that takes 10 ms per answer: slow enough to stop a run part way."""
+    with mock_model(latency_ms=10) as handle:
         yield handle
 
 
 def _args(mock: MockHandle, out: Path, *extra: str) -> list[str]:
-    # 4 in flight at 20 ms: at most ~200 steps/s, so 400 steps leave time to interrupt.
+    # 4 in flight at 10 ms: at most ~400 steps/s, so 400 steps leave time to interrupt at ~24.
     return eval_args(
         mock.base_url, problems=PROBLEMS, repeats=REPEATS, output_dir=out, concurrency=4, extra=extra
     )
@@ -78,14 +79,32 @@ def _assert_kept(before: pl.DataFrame, after: pl.DataFrame) -> None:
         assert joined[col].to_list() == joined[f"{col}_after"].to_list(), f"{col} changed on resume"
 
 
+@pytest.fixture(scope="module")
+def killed_once(slow_mock: MockHandle, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The output dir of a run killed with SIGKILL part way (tests work on copies)."""
+    code, _, out = _stop_part_way(slow_mock, tmp_path_factory.mktemp("killed"), signal.SIGKILL)
+    assert code == -signal.SIGKILL
+    return out
+
+
+@pytest.fixture(scope="module")
+def small_run(mock: MockHandle, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """A complete 10 x 2 run at temperature 0 (shared: the tests below add no steps to it)."""
+    cwd = tmp_path_factory.mktemp("small")
+    out = cwd / "o"
+    args = eval_args(mock.base_url, problems=10, repeats=2, output_dir=out, extra=["--temperature", "0"])
+    assert_ok(nel(*args, cwd=cwd))
+    return out, args
+
+
 class TestResumeAfterKill:
     """SIGKILL loses no completed step, and --resume finishes the run without repeating one."""
 
     @pytest.fixture()
-    def killed(self, slow_mock: MockHandle, tmp_path: Path) -> tuple[Path, pl.DataFrame]:
-        """A run killed with SIGKILL part way: its output dir and the steps it left."""
-        code, _, out = _stop_part_way(slow_mock, tmp_path, signal.SIGKILL)
-        assert code == -signal.SIGKILL
+    def killed(self, killed_once: Path, tmp_path: Path) -> tuple[Path, pl.DataFrame]:
+        """A copy of the output dir of a run killed with SIGKILL part way, and the steps it left."""
+        out = tmp_path / "o"
+        shutil.copytree(killed_once, out)
         return out, open_store(out / "nel.duckdb").steps()
 
     def test_sigkill_keeps_every_completed_step_and_shows_the_run_incomplete(self, killed):
@@ -124,7 +143,7 @@ class TestResumeAfterKill:
             fh.write(torn[: len(torn) // 2])  # the process died in the middle of this write
         before = open_store(out / "nel.duckdb").steps()
 
-        resumed = nel(*_args(slow_mock, out, "--resume"), cwd=tmp_path)
+        resumed = nel(*_args(slow_mock, out, "--resume", "--max-concurrent", "32"), cwd=tmp_path)
         assert_ok(resumed)
         _assert_kept(before, _assert_complete_and_unique(out / "nel.duckdb"))
 
@@ -146,21 +165,23 @@ class TestResumeAfterInterrupt:
         assert 24 <= before.height < TOTAL
         assert open_store(store).sql("SELECT status FROM runs")["status"].to_list() == ["incomplete"]
 
-        resumed = nel(*_args(slow_mock, out, "--resume"), cwd=tmp_path)
+        # --max-concurrent is not part of a run's identity: a resume may use more workers
+        resumed = nel(*_args(slow_mock, out, "--resume", "--max-concurrent", "32"), cwd=tmp_path)
         assert_ok(resumed)
         _assert_kept(before, _assert_complete_and_unique(store))
         assert open_store(store).sql("SELECT status FROM run_shards")["status"].to_list() == ["complete"]
 
+    def test_sigterm_is_treated_like_ctrl_c(self, slow_mock, tmp_path):
+        code, stderr, out = _stop_part_way(slow_mock, tmp_path, signal.SIGTERM)
+        assert code == 130, stderr
+        assert "Traceback" not in stderr and "--resume" in stderr
+        store = open_store(out / "nel.duckdb")
+        assert store.sql("SELECT status FROM run_shards")["status"].to_list() == ["interrupted"]
+        assert 24 <= store.steps().height < TOTAL
+
 
 class TestResumeRules:
     """What --resume accepts and what it refuses."""
-
-    @pytest.fixture()
-    def small_run(self, mock: MockHandle, tmp_path: Path) -> tuple[Path, list[str]]:
-        out = tmp_path / "o"
-        args = eval_args(mock.base_url, problems=10, repeats=2, output_dir=out, extra=["--temperature", "0"])
-        assert_ok(nel(*args, cwd=tmp_path))
-        return out, args
 
     def test_resume_with_another_temperature_is_refused_naming_it(self, small_run, tmp_path):
         out, args = small_run
@@ -169,13 +190,6 @@ class TestResumeRules:
         line = assert_one_line_error(nel(*changed, cwd=tmp_path), 2)
         assert "temperature" in line and "0.7" in line
         assert step_count(out / "nel.duckdb") == before
-
-    def test_resume_with_more_problems_is_refused_naming_the_range(self, small_run, tmp_path):
-        _, args = small_run
-        changed = [*args, "--resume"]
-        changed[changed.index("--max-problems") + 1] = "12"
-        line = assert_one_line_error(nel(*changed, cwd=tmp_path), 2)
-        assert "problem_end" in line
 
     def test_resume_of_a_complete_run_does_nothing(self, small_run, tmp_path):
         out, args = small_run
@@ -187,9 +201,3 @@ class TestResumeRules:
         after = open_store(store).steps()
         assert after.select(KEPT).sort(KEY).equals(before.select(KEPT).sort(KEY))
         assert open_store(store).sql("SELECT status FROM runs")["status"].to_list() == ["complete"]
-
-    def test_a_second_run_without_resume_starts_a_new_run(self, small_run, tmp_path):
-        out, args = small_run
-        assert_ok(nel(*args, cwd=tmp_path))
-        runs = open_store(out).sql("SELECT run_id, n_steps FROM run_metrics")
-        assert runs.height == 2 and runs["n_steps"].to_list() == [20, 20]

@@ -164,19 +164,6 @@ def test_shards_written_to_separate_stores_merge_into_the_first(mock, unsharded,
     )
 
 
-def test_a_shard_with_another_configuration_under_the_same_run_id_is_refused(mock, tmp_path):
-    store = tmp_path / "nel.duckdb"
-    (first,) = _run_shards(
-        mock, tmp_path, [store], [_nel_env(0)], extra=["--run-id", "shared", "--seed", "1"]
-    )
-    assert_ok(first)
-    (second,) = _run_shards(
-        mock, tmp_path, [store], [_nel_env(1)], extra=["--run-id", "shared", "--seed", "2"]
-    )
-    line = assert_one_line_error(second, 2)
-    assert "seed" in line
-
-
 def test_an_invalid_shard_index_exits_2(mock, tmp_path):
     proc = nel(
         *eval_args(mock.base_url, problems=4, repeats=1, store=tmp_path / "s"),
@@ -184,9 +171,3 @@ def test_an_invalid_shard_index_exits_2(mock, tmp_path):
         env=clean_env(NEL_SHARD_IDX="2", NEL_TOTAL_SHARDS="2"),
     )
     assert "shard index 2" in assert_one_line_error(proc, 2)
-    proc = nel(
-        *eval_args(mock.base_url, problems=4, repeats=1, store=tmp_path / "s"),
-        cwd=tmp_path,
-        env=clean_env(NEL_SHARD_IDX="0"),
-    )
-    assert "NEL_TOTAL_SHARDS" in assert_one_line_error(proc, 2)

@@ -5,6 +5,7 @@ go down."""
 from __future__ import annotations
 
 import asyncio
+import importlib
 import shutil
 import subprocess
 import tempfile
@@ -39,9 +40,9 @@ def paced_mock() -> Iterator[MockHandle]:
 
 
 def test_readers_polling_during_a_run_never_fail_and_never_go_backwards(paced_mock, tmp_path):
-    # 1,200 steps: more than one journal's worth, so a journal is rolled into a segment mid-run,
+    # 1,040 steps: more than one journal's worth, so a journal is rolled into a segment mid-run,
     # and the final roll, ingest and clean-up all happen while the readers poll.
-    problems, repeats = 300, 4
+    problems, repeats = 260, 4
     total = problems * repeats
     store = tmp_path / "o" / "nel.duckdb"
     proc = nel_popen(
@@ -227,3 +228,34 @@ def test_a_merge_while_a_reader_polls_never_shows_a_lock_error(recorded, tmp_pat
     assert_ok(proc)
     assert not errors, errors[:3]
     assert counts and set(counts) == {12}
+
+
+def test_an_ingest_racing_another_ingest_of_the_same_shards_succeeds(mock, tmp_path, monkeypatch):
+    ingest_module = importlib.import_module(
+        "workbench.store.ingest"
+    )  # the package exports a function by this name
+    store = tmp_path / "nel.duckdb"
+    solver = SimpleSolver(ModelConfig(url=mock.base_url, model_id="nel-mock", max_retries=0))
+    for _ in range(2):  # two runs into one store, both finished, neither ingested yet
+        asyncio.run(
+            run_evaluation(
+                get_environment("gsm8k"),
+                solver,
+                store=store,
+                n_repeats=2,
+                max_problems=5,
+                max_concurrent=8,
+                ingest_at_end=False,
+            )
+        )
+    real_connect = ingest_module.connect_rw
+
+    def connect_after_another_process_merged(path: Path):  # what waiting for the lock looks like
+        assert_ok(nel("eval", "merge", str(tmp_path), cwd=tmp_path))
+        return real_connect(path)
+
+    monkeypatch.setattr(ingest_module, "connect_rw", connect_after_another_process_merged)
+    report = ingest(store)
+    assert report.steps_added == 0
+    runs = open_store(store).sql("SELECT status, count(*) AS n FROM run_metrics GROUP BY ALL")
+    assert runs.rows() == [("complete", 2)]

@@ -76,7 +76,12 @@ def _add_eval_run(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--max-concurrent", type=_positive_int, default=64, help="requests in flight (default 64)")
     e.add_argument("--output-dir", default=DEFAULT_OUTPUT_DIR, help=f"default {DEFAULT_OUTPUT_DIR}/")
     _store_arg(e)
-    e.add_argument("--resume", action="store_true", help="continue the last run with the same configuration")
+    e.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the latest run of this benchmark in the store (refused, naming each field, "
+        "if its configuration differs)",
+    )
     e.add_argument("--run-id", help="name the run (all shards of a sharded run share it)")
     e.add_argument("--no-progress", action="store_true", help="no live progress bar")
     p.set_defaults(func=_handler("eval_run", "cmd_eval_run"))

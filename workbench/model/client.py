@@ -172,6 +172,11 @@ class ModelClient:
         await response.aread()
         return response
 
+    def _scrub(self, text: str) -> str:
+        """Server text may quote the request back; the key must not reach the store or logs."""
+        key = self.config.api_key
+        return text.replace(key, "[REDACTED]") if key else text
+
     def _backoff(self, retry: int, retry_after: float | None) -> float:
         if retry_after is not None:
             return min(retry_after, _MAX_RETRY_AFTER_S)
@@ -191,7 +196,7 @@ class ModelClient:
             except httpx.TimeoutException as exc:
                 out.failure, out.error = "timeout", f"request timed out ({type(exc).__name__})"
             except (httpx.TransportError, httpx.DecodingError) as exc:
-                out.failure, out.error = "server_error", f"connection failed: {_describe(exc)}"
+                out.failure, out.error = "server_error", f"connection failed: {self._scrub(_describe(exc))}"
             else:
                 out.http_status = resp.status_code
                 if resp.status_code == 200:
@@ -200,10 +205,10 @@ class ModelClient:
                 elif resp.status_code in _FATAL_STATUS:
                     raise FatalModelError(
                         f"the model endpoint {self._shown_endpoint} {_FATAL_STATUS[resp.status_code]} "
-                        f"(HTTP {resp.status_code}): {_error_message(resp.content)}"
+                        f"(HTTP {resp.status_code}): {self._scrub(_error_message(resp.content))}"
                     )
                 else:
-                    message = _error_message(resp.content)
+                    message = self._scrub(_error_message(resp.content))
                     out.failure = classify_http_error(resp.status_code, message)
                     out.error = f"HTTP {resp.status_code}: {message}"
                     if resp.status_code not in _RETRY_STATUS:

@@ -61,6 +61,11 @@ JOURNAL_SENTINEL = b',"_complete":true}\n'
 so only lines that reached the sentinel count."""
 
 
+def sql_string(value: object) -> str:
+    """A SQL string literal (paths may contain quotes)."""
+    return "'" + str(value).replace("'", "''") + "'"
+
+
 def journal_read_sql(files_sql: str) -> str:
     """SELECT over journal files giving rows typed exactly like ``steps``.
 

@@ -9,6 +9,7 @@ Metrics are never stored; the views recompute them from the steps.
 from __future__ import annotations
 
 import shutil
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +17,7 @@ from pathlib import Path
 import duckdb
 
 from workbench.errors import UsageError
-from workbench.store.columns import RUN_COLUMNS, SHARD_COLUMNS, STEP_COLUMNS, journal_read_sql
+from workbench.store.columns import RUN_COLUMNS, SHARD_COLUMNS, STEP_COLUMNS, journal_read_sql, sql_string
 from workbench.store.database import connect_rw
 from workbench.store.live import FINAL_SHARD_STATUSES, LiveShard, LiveState, run_row, scan
 
@@ -30,7 +31,7 @@ class IngestReport:
 
 
 def _files_sql(paths: list[Path]) -> str:
-    return "[" + ", ".join("'" + str(p).replace("'", "''") + "'" for p in paths) + "]"
+    return "[" + ", ".join(sql_string(p) for p in paths) + "]"
 
 
 def live_steps_sql(segments: list[Path], journals: list[Path]) -> str | None:
@@ -76,66 +77,90 @@ def _insert_rows(con: duckdb.DuckDBPyConnection, table: str, columns: tuple[str,
 
 
 def ingest(store: Path, sources: list[Path] | None = None) -> IngestReport:
-    """Ingest the live segments of ``store`` (and of other ``sources`` stores) into ``store``."""
+    """Ingest the live segments of ``store`` (and of other ``sources`` stores) into ``store``.
+
+    The segments are listed only once the write lock is held, and finished shards are
+    deleted before it is released, so two ingests racing on the same shards never read
+    files the other removed. A running shard may roll a journal into a segment while
+    it is read; that attempt is rolled back and made again on a fresh listing.
+    """
+    con = connect_rw(store)
+    try:
+        for attempt in range(_VANISHED_RETRIES):
+            try:
+                return _ingest_locked(con, store, sources)
+            except duckdb.Error as exc:
+                if not vanished_file_error(exc) or attempt == _VANISHED_RETRIES - 1:
+                    raise UsageError(f"{store}: merge failed: {str(exc).splitlines()[0]}") from None
+                time.sleep(0.05 * (attempt + 1))
+        raise AssertionError("unreachable")
+    finally:
+        con.close()
+
+
+_VANISHED_RETRIES = 5
+
+
+def vanished_file_error(exc: Exception) -> bool:
+    """True when a query failed because a live file was rolled or removed under it."""
+    text = str(exc).lower()
+    return any(v in text for v in ("no such file", "no files found", "cannot open file", "could not open"))
+
+
+def _ingest_locked(con: duckdb.DuckDBPyConnection, store: Path, sources: list[Path] | None) -> IngestReport:
     states = [scan(store)] + [scan(src) for src in (sources or []) if src != store]
     state = LiveState([s for st in states for s in st.shards])
     report = IngestReport()
-    con = connect_rw(store)
-    try:
-        headers = state.run_headers()
-        by_run: dict[str, list[LiveShard]] = defaultdict(list)
-        for shard in state.shards:
-            by_run[shard.run["run_id"]].append(shard)
-        before = _count_steps(con)
-        con.execute("BEGIN TRANSACTION")
-        try:
-            _insert_rows(con, "run_shards", SHARD_COLUMNS, [s.shard_row() for s in state.shards])
-            task_files = state.task_files()
-            if task_files:
-                tasks = live_tasks_sql(task_files)
-                con.execute(
-                    "INSERT OR IGNORE INTO tasks SELECT task_id, any_value(benchmark), any_value(prompt), "
-                    f"any_value(expected_answer), any_value(metadata) FROM ({tasks}) GROUP BY task_id"
-                )
-                con.execute(
-                    "INSERT OR IGNORE INTO run_tasks SELECT DISTINCT run_id, task_idx, task_id "
-                    f"FROM ({tasks})"
-                )
-            # One segment (or one journal) per statement: memory stays bounded by a segment,
-            # not by the run; duplicates across files are ignored by the primary key.
-            segments, journals = state.step_files()
-            for path in segments:
-                con.execute(_insert_new_steps(live_steps_sql([path], [])))
-            for path in journals:
-                con.execute(_insert_new_steps(live_steps_sql([], [path])))
-            con.execute(
-                "UPDATE run_shards SET n_steps = c.n FROM (SELECT run_id, shard_idx, count(*) AS n FROM steps "
-                "GROUP BY ALL) c WHERE run_shards.run_id = c.run_id AND run_shards.shard_idx = c.shard_idx"
-            )
-            rows = []
-            for run_id, header in headers.items():
-                known = dict(
-                    con.execute("SELECT shard_idx, status FROM run_shards WHERE run_id = ?", [run_id]).fetchall()
-                )
-                row = run_row(header, by_run[run_id], known)
-                rows.append(row)
-                report.runs[run_id] = row["status"]
-                missing = sorted(set(range(int(header["total_shards"]))) - set(known))
-                if missing:
-                    report.missing_shards[run_id] = missing
-            _insert_rows(con, "runs", RUN_COLUMNS, rows)
-            con.execute("COMMIT")
-        except Exception:
-            con.execute("ROLLBACK")
-            raise
-        report.steps_added = _count_steps(con) - before
-    except duckdb.Error as exc:
-        raise UsageError(f"{store}: merge failed: {str(exc).splitlines()[0]}") from None
-    finally:
-        con.close()
+    headers = state.run_headers()
+    by_run: dict[str, list[LiveShard]] = defaultdict(list)
     for shard in state.shards:
-        # Only a shard that will write no more is removed; a running one keeps its files
-        # (its rows are in the database already, and ingesting them again is a no-op).
+        by_run[shard.run["run_id"]].append(shard)
+    before = _count_steps(con)
+    con.execute("BEGIN TRANSACTION")
+    try:
+        _insert_rows(con, "run_shards", SHARD_COLUMNS, [s.shard_row() for s in state.shards])
+        task_files = state.task_files()
+        if task_files:
+            tasks = live_tasks_sql(task_files)
+            con.execute(
+                "INSERT OR IGNORE INTO tasks SELECT task_id, any_value(benchmark), any_value(prompt), "
+                f"any_value(expected_answer), any_value(metadata) FROM ({tasks}) GROUP BY task_id"
+            )
+            con.execute(
+                "INSERT OR IGNORE INTO run_tasks SELECT DISTINCT run_id, task_idx, task_id "
+                f"FROM ({tasks})"
+            )
+        # One segment (or one journal) per statement: memory stays bounded by a segment,
+        # not by the run; a step already in the table is skipped by the anti-join.
+        segments, journals = state.step_files()
+        for path in segments:
+            con.execute(_insert_new_steps(live_steps_sql([path], [])))
+        for path in journals:
+            con.execute(_insert_new_steps(live_steps_sql([], [path])))
+        con.execute(
+            "UPDATE run_shards SET n_steps = c.n FROM (SELECT run_id, shard_idx, count(*) AS n FROM steps "
+            "GROUP BY ALL) c WHERE run_shards.run_id = c.run_id AND run_shards.shard_idx = c.shard_idx"
+        )
+        rows = []
+        for run_id, header in headers.items():
+            known = dict(
+                con.execute("SELECT shard_idx, status FROM run_shards WHERE run_id = ?", [run_id]).fetchall()
+            )
+            row = run_row(header, by_run[run_id], known)
+            rows.append(row)
+            report.runs[run_id] = row["status"]
+            missing = sorted(set(range(int(header["total_shards"]))) - set(known))
+            if missing:
+                report.missing_shards[run_id] = missing
+        _insert_rows(con, "runs", RUN_COLUMNS, rows)
+        con.execute("COMMIT")
+    except Exception:
+        con.execute("ROLLBACK")
+        raise
+    report.steps_added = _count_steps(con) - before
+    for shard in state.shards:
+        # Only a shard that will write no more is removed, and while the lock is held; a
+        # running one keeps its files (its rows are in, and ingesting them again is a no-op).
         if shard.status in FINAL_SHARD_STATUSES:
             shutil.rmtree(shard.dir.path, ignore_errors=True)
             report.shards_ingested += 1

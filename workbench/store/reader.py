@@ -22,16 +22,9 @@ from workbench.errors import UsageError
 from workbench.resources import sql_path
 from workbench.store.columns import RUN_COLUMNS, SHARD_COLUMNS
 from workbench.store.database import READER_MEMORY_LIMIT, attach_ro, limit_memory
-from workbench.store.ingest import live_steps_sql, live_tasks_sql
+from workbench.store.ingest import live_steps_sql, live_tasks_sql, vanished_file_error
 from workbench.store.layout import resolve_store_path, segments_root
 from workbench.store.live import LiveShard, LiveState, run_row, scan
-
-_VANISHED = ("no such file", "no files found", "cannot open file", "could not open")
-
-
-def _vanished(exc: Exception) -> bool:
-    text = str(exc).lower()
-    return any(v in text for v in _VANISHED)
 
 
 class Store:
@@ -57,7 +50,7 @@ class Store:
                 self._build(con, scan(self.path))
             except duckdb.Error as exc:
                 con.close()
-                if _vanished(exc) and attempt < 7:
+                if vanished_file_error(exc) and attempt < 7:
                     time.sleep(0.02 * (attempt + 1))  # a journal was rolled into a segment meanwhile
                     continue
                 raise
@@ -143,7 +136,7 @@ class Store:
                 with self.connect() as con:
                     return con.execute(query, params or []).pl()
             except duckdb.Error as exc:
-                if not _vanished(exc) or attempt == 7:
+                if not vanished_file_error(exc) or attempt == 7:
                     raise
                 time.sleep(0.02 * (attempt + 1))
         raise AssertionError("unreachable")

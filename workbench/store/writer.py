@@ -21,7 +21,7 @@ from typing import Any
 import duckdb
 import orjson
 
-from workbench.store.columns import JOURNAL_SENTINEL, journal_read_sql
+from workbench.store.columns import JOURNAL_SENTINEL, journal_read_sql, sql_string
 from workbench.store.layout import ShardDir, shard_dir
 
 _JOURNAL_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_APPEND
@@ -41,8 +41,8 @@ def roll_journal(journal: Path, segment: Path) -> None:
     try:
         con.execute("SET threads = 1")
         con.execute("SET memory_limit = '64MB'")
-        query = journal_read_sql(f"'{journal}'")
-        con.execute(f"COPY ({query}) TO '{tmp}' (FORMAT parquet, COMPRESSION zstd)")
+        query = journal_read_sql(sql_string(journal))
+        con.execute(f"COPY ({query}) TO {sql_string(tmp)} (FORMAT parquet, COMPRESSION zstd)")
     finally:
         con.close()
     os.replace(tmp, segment)
