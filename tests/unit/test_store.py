@@ -196,3 +196,16 @@ def test_readers_wait_out_a_writers_lock_instead_of_failing(tmp_path):
     time.sleep(0.1)
     assert open_store(store).runs().height == 1
     os.waitpid(pid, 0)
+
+
+def test_ingest_across_many_segment_batches_adds_each_step_once(tmp_path):
+    store = tmp_path / "nel.duckdb"
+    w = writer(store, n_tasks=20, roll_every=2)
+    for idx in range(20):
+        for rep in range(2):
+            w.append(step(idx, rep))
+    w.finish("complete")
+    assert len(w.dir.step_segments()) == 20  # more than one connection's batch
+    assert ingest(store).steps_added == 40
+    assert count(store) == 40
+    assert ingest(store).steps_added == 0

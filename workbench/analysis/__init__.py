@@ -1,5 +1,5 @@
-"""Analysis over steps: pure functions on polars frames returning typed results."""
+"""Analysis over steps: pure functions on polars frames or arrays returning typed results."""
 
-from workbench.analysis.run_summary import SUMMARY_COLUMNS, RunSummary, summarize
+from workbench.analysis.run_summary import SUMMARY_COLUMNS, RunSummary, summarize, summarize_steps
 
-__all__ = ["SUMMARY_COLUMNS", "RunSummary", "summarize"]
+__all__ = ["SUMMARY_COLUMNS", "RunSummary", "summarize", "summarize_steps"]

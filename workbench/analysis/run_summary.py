@@ -1,7 +1,8 @@
 """The end-of-run summary: pass@k with intervals, tokens, latency, failures.
 
-Pure: takes the run's steps as a polars frame (read by the caller from the
-store) and returns a typed result. Repeats are reduced per task first, then
+Pure: takes per-task counts and per-step arrays (read by the caller from the
+store, or derived from a polars frame by ``summarize_steps``) and returns a
+typed result. Repeats are reduced per task first, then
 pass@k is averaged across tasks (``workbench.stats``).
 """
 
@@ -9,10 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import polars as pl
+
+if TYPE_CHECKING:
+    import polars as pl
 
 from workbench.stats import Estimate, pass_at_k_estimates, percentiles
 
@@ -46,49 +49,64 @@ class RunSummary:
         return self.n_steps >= self.n_steps_expected
 
 
-def summarize(run_id: str, steps: pl.DataFrame, n_tasks: int, n_repeats: int,
-              extra: Mapping[str, Any] | None = None) -> RunSummary:
-    """Summarise one run (or one shard) from its steps (columns ``SUMMARY_COLUMNS``)."""
-    per_task = (
-        steps.group_by("task_idx")
-        .agg(pl.len().alias("n"), pl.col("passed").sum().alias("c"))
-        .sort("task_idx")
-    )
-    n = per_task["n"].to_numpy().astype(np.int64)
-    c = per_task["c"].to_numpy().astype(np.int64)
+def summarize(
+    run_id: str,
+    *,
+    n_tasks: int,
+    n_repeats: int,
+    attempts: np.ndarray,
+    passes: np.ndarray,
+    latency_ms: np.ndarray,
+    failures: Mapping[str, int],
+    tokens: Mapping[str, int],
+    extra: Mapping[str, Any] | None = None,
+) -> RunSummary:
+    """Summarise one run (or shard) from per-task attempt and pass counts (one entry per
+    attempted task), every step's latency, failure counts and token totals."""
+    n = np.asarray(attempts, dtype=np.int64)
+    c = np.asarray(passes, dtype=np.int64)
+    n_steps = int(n.sum())
+    n_pass = int(c.sum())
     max_n = int(n.max()) if len(n) else 0
     ks = [k for k in range(1, max(n_repeats, 1) + 1) if k <= max_n] or [1]
-    estimates = pass_at_k_estimates(n, c, ks)
-    failures = {
-        str(cat): int(cnt)
-        for cat, cnt in steps.drop_nulls("failure_category").group_by("failure_category").len().iter_rows()
-    }
-    n_errors = sum(v for k, v in failures.items() if k in ERROR_CATEGORIES)
-    n_pass = int(steps["passed"].sum()) if steps.height else 0
-    buckets = {
-        "always": int(np.sum(c == n)),
-        "sometimes": int(np.sum((c > 0) & (c < n))),
-        "never": int(np.sum(c == 0)),
-        "missing": max(0, n_tasks - len(n)),
-    }
-    tokens = {
-        name: int(steps[name].sum() or 0) for name in ("prompt_tokens", "completion_tokens", "total_tokens")
-    }
-    latency = percentiles(steps["latency_ms"].drop_nulls().to_numpy(), (50, 90, 99))
+    failures = {str(k): int(v) for k, v in failures.items()}
     return RunSummary(
         run_id=run_id,
         n_tasks=n_tasks,
         n_repeats=n_repeats,
-        n_steps=steps.height,
+        n_steps=n_steps,
         n_steps_expected=n_tasks * n_repeats,
         n_tasks_attempted=len(n),
-        pass_at_k=estimates,
+        pass_at_k=pass_at_k_estimates(n, c, ks),
         n_pass=n_pass,
-        n_wrong=steps.height - n_pass - sum(failures.values()),
-        n_errors=n_errors,
+        n_wrong=n_steps - n_pass - sum(failures.values()),
+        n_errors=sum(v for k, v in failures.items() if k in ERROR_CATEGORIES),
         failures=failures,
-        buckets=buckets,
-        tokens=tokens,
-        latency_ms=latency,
+        buckets={
+            "always": int(np.sum(c == n)),
+            "sometimes": int(np.sum((c > 0) & (c < n))),
+            "never": int(np.sum(c == 0)),
+            "missing": max(0, n_tasks - len(n)),
+        },
+        tokens={name: int(tokens.get(name) or 0) for name in ("prompt_tokens", "completion_tokens", "total_tokens")},
+        latency_ms=percentiles(np.asarray(latency_ms, dtype=np.float64), (50, 90, 99)),
         extra=dict(extra or {}),
+    )
+
+
+def summarize_steps(run_id: str, steps: pl.DataFrame, n_tasks: int, n_repeats: int) -> RunSummary:
+    """The same summary from a frame of steps (columns ``SUMMARY_COLUMNS``), e.g. in a notebook."""
+    import polars as pl
+
+    per_task = steps.group_by("task_idx").agg(pl.len().alias("n"), pl.col("passed").sum().alias("c"))
+    failures = dict(steps.drop_nulls("failure_category").group_by("failure_category").len().iter_rows())
+    return summarize(
+        run_id,
+        n_tasks=n_tasks,
+        n_repeats=n_repeats,
+        attempts=per_task["n"].to_numpy(),
+        passes=per_task["c"].to_numpy(),
+        latency_ms=steps["latency_ms"].drop_nulls().to_numpy(),
+        failures=failures,
+        tokens={name: int(steps[name].sum() or 0) for name in ("prompt_tokens", "completion_tokens", "total_tokens")},
     )

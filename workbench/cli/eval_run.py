@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-from workbench.analysis.run_summary import SUMMARY_COLUMNS, RunSummary, summarize
+from workbench.analysis.run_summary import RunSummary, summarize
 from workbench.cli import DEFAULT_OUTPUT_DIR
 from workbench.cli.progress import progress_bar
 from workbench.cli.render import render_summary
@@ -67,20 +67,22 @@ def model_config(args: argparse.Namespace) -> ModelConfig:
 def read_summary(store: Path, run_id: str, shard: Shard | None = None) -> RunSummary:
     """Recompute a run's (or one shard's) summary from its steps in the store."""
     s = open_store(store)
-    cols = ", ".join(SUMMARY_COLUMNS)
-    runs = s.sql("SELECT n_tasks, n_repeats FROM runs WHERE run_id = ?", [run_id])
-    if runs.height == 0:
+    runs = s.rows("SELECT n_tasks, n_repeats FROM runs WHERE run_id = ?", [run_id])
+    if not runs:
         raise UsageError(f"{store}: no run {run_id!r}")
-    n_tasks, n_repeats = int(runs["n_tasks"][0]), int(runs["n_repeats"][0])
+    n_tasks, n_repeats = int(runs[0][0]), int(runs[0][1])
+    shard_idx = None
     if shard is not None and shard.sharded:
-        bounds = s.sql(
-            "SELECT problem_start, problem_end FROM run_shards WHERE run_id = ? AND shard_idx = ?", [run_id, shard.idx]
+        shard_idx = shard.idx
+        bounds = s.rows(
+            "SELECT problem_start, problem_end FROM run_shards WHERE run_id = ? AND shard_idx = ?", [run_id, shard_idx]
         )
-        n_tasks = int(bounds["problem_end"][0] - bounds["problem_start"][0]) if bounds.height else 0
-        steps = s.sql(f"SELECT {cols} FROM steps WHERE run_id = ? AND shard_idx = ?", [run_id, shard.idx])
-    else:
-        steps = s.sql(f"SELECT {cols} FROM steps WHERE run_id = ?", [run_id])
-    return summarize(run_id, steps, n_tasks, n_repeats)
+        n_tasks = int(bounds[0][1] - bounds[0][0]) if bounds else 0
+    o = s.run_outcomes(run_id, shard_idx)
+    return summarize(
+        run_id, n_tasks=n_tasks, n_repeats=n_repeats, attempts=o.attempts, passes=o.passes,
+        latency_ms=o.latency_ms, failures=o.failures, tokens=o.tokens,
+    )
 
 
 def write_summary_json(output_dir: Path, summary: RunSummary, result: RunResult | None, name: str) -> Path:

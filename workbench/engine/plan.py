@@ -64,8 +64,11 @@ def _store_exists(store: Path) -> bool:
 
 
 def _first_row(store: Path, query: str, params: list[Any]) -> dict[str, Any] | None:
-    rows = Store(store).sql(query, params).to_dicts()
-    return rows[0] if rows else None
+    def fetch(cur: Any) -> dict[str, Any] | None:
+        row = cur.fetchone()
+        return None if row is None else dict(zip([d[0] for d in cur.description], row, strict=True))
+
+    return Store(store).query(query, params, fetch)
 
 
 def _run_row(store: Path, run_id: str) -> dict[str, Any] | None:
@@ -79,9 +82,8 @@ def _latest_run(store: Path, benchmark: str) -> dict[str, Any] | None:
 def _done_keys(store: Path, run_id: str, lo: int, hi: int) -> frozenset[tuple[int, int]]:
     # The range is applied here, not in SQL: DuckDB 1.5 pushes a range filter through the live
     # view's QUALIFY into read_json and fails with an internal error.
-    frame = Store(store).sql("SELECT task_idx, repeat FROM steps WHERE run_id = ?", [run_id])
-    pairs = zip(frame["task_idx"].to_list(), frame["repeat"].to_list(), strict=True)
-    return frozenset((int(i), int(r)) for i, r in pairs if lo <= i < hi)
+    rows = Store(store).rows("SELECT task_idx, repeat FROM steps WHERE run_id = ?", [run_id])
+    return frozenset((int(i), int(r)) for i, r in rows if lo <= i < hi)
 
 
 def _check_same_identity(existing: dict[str, Any], identity: dict[str, Any], run_id: str) -> None:
@@ -114,7 +116,7 @@ def plan_run(
     existing: dict[str, Any] | None = None
     exists = _store_exists(store)
     if exists:
-        Store(store).sql("SELECT count(*) FROM runs")  # not a store, or a newer schema: say so before any step
+        Store(store).rows("SELECT count(*) FROM runs")  # not a store, or a newer schema: say so before any step
     if run_id is None and shard.sharded:
         run_id = shared_run_id(benchmark, ident_hash)
     if run_id is not None:

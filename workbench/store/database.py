@@ -19,8 +19,11 @@ SCHEMA_VERSION = 1
 _LOCK_WAIT_S = 60.0
 # DuckDB caches up to 80 % of RAM by default; the workbench runs beside the model
 # client and the TUI, so each connection gets a small budget and spills past it.
-MEMORY_LIMIT = "64MB"
-READER_MEMORY_LIMIT = "256MB"  # read_json alone reserves 32 MB per thread
+# read_json reserves a 32 MB buffer per thread: a connection that reads live JSON files
+# (journals, tasks.jsonl) needs more room than one reading only the database.
+MEMORY_LIMIT = "64MB"  # ingest and the journal roller: one thread
+READER_MEMORY_LIMIT = "48MB"
+READER_JSON_MEMORY_LIMIT = "256MB"
 
 
 def limit_memory(con: duckdb.DuckDBPyConnection, limit: str = MEMORY_LIMIT, threads: int | None = None) -> None:

@@ -84,11 +84,14 @@ def ingest(store: Path, sources: list[Path] | None = None) -> IngestReport:
     files the other removed. A running shard may roll a journal into a segment while
     it is read; that attempt is rolled back and made again on a fresh listing.
     """
+    done, added = _ingest_segments_in_batches(store, sources)
     con = connect_rw(store)
     try:
         for attempt in range(_VANISHED_RETRIES):
             try:
-                return _ingest_locked(con, store, sources)
+                report = _ingest_locked(con, store, sources, done)
+                report.steps_added += added
+                return report
             except duckdb.Error as exc:
                 if not vanished_file_error(exc) or attempt == _VANISHED_RETRIES - 1:
                     raise UsageError(f"{store}: merge failed: {str(exc).splitlines()[0]}") from None
@@ -99,6 +102,39 @@ def ingest(store: Path, sources: list[Path] | None = None) -> IngestReport:
 
 
 _VANISHED_RETRIES = 5
+# DuckDB's working memory while writing grows with the table and is returned only when the
+# connection closes, so immutable segments are inserted on a fresh connection per batch.
+_SEGMENTS_PER_CONNECTION = 8
+
+
+def _snapshot(store: Path, sources: list[Path] | None) -> LiveState:
+    states = [scan(store)] + [scan(src) for src in (sources or []) if src != store]
+    return LiveState([s for st in states for s in st.shards])
+
+
+def _insert_steps_from(con: duckdb.DuckDBPyConnection, select: str | None) -> int:
+    row = con.execute(_insert_new_steps(select)).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _ingest_segments_in_batches(store: Path, sources: list[Path] | None) -> tuple[set[Path], int]:
+    """Insert the steps of every Parquet segment present now; return those done and the rows added."""
+    segments, _ = _snapshot(store, sources).step_files()
+    done: set[Path] = set()
+    added = 0
+    for start in range(0, len(segments), _SEGMENTS_PER_CONNECTION):
+        con = connect_rw(store)
+        try:
+            for path in segments[start : start + _SEGMENTS_PER_CONNECTION]:
+                try:
+                    added += _insert_steps_from(con, live_steps_sql([path], []))
+                except duckdb.Error as exc:
+                    if not vanished_file_error(exc):  # another ingest removed it: its rows are in
+                        raise UsageError(f"{store}: merge failed: {str(exc).splitlines()[0]}") from None
+                done.add(path)
+        finally:
+            con.close()
+    return done, added
 
 
 def vanished_file_error(exc: Exception) -> bool:
@@ -107,15 +143,24 @@ def vanished_file_error(exc: Exception) -> bool:
     return any(v in text for v in ("no such file", "no files found", "cannot open file", "could not open"))
 
 
-def _ingest_locked(con: duckdb.DuckDBPyConnection, store: Path, sources: list[Path] | None) -> IngestReport:
-    states = [scan(store)] + [scan(src) for src in (sources or []) if src != store]
-    state = LiveState([s for st in states for s in st.shards])
+def _ingest_locked(
+    con: duckdb.DuckDBPyConnection, store: Path, sources: list[Path] | None, done: set[Path]
+) -> IngestReport:
+    state = _snapshot(store, sources)
     report = IngestReport()
+    segments, journals = state.step_files()
     headers = state.run_headers()
     by_run: dict[str, list[LiveShard]] = defaultdict(list)
     for shard in state.shards:
         by_run[shard.run["run_id"]].append(shard)
-    before = _count_steps(con)
+    # Steps first, one segment (or journal) per statement and per transaction: memory stays
+    # bounded by a segment, not by the run (uncommitted rows are held in memory). A crash
+    # part-way leaves the segments in place, and the next ingest skips what is in already.
+    for path in segments:
+        if path not in done:
+            report.steps_added += _insert_steps_from(con, live_steps_sql([path], []))
+    for path in journals:
+        report.steps_added += _insert_steps_from(con, live_steps_sql([], [path]))
     con.execute("BEGIN TRANSACTION")
     try:
         _insert_rows(con, "run_shards", SHARD_COLUMNS, [s.shard_row() for s in state.shards])
@@ -130,13 +175,6 @@ def _ingest_locked(con: duckdb.DuckDBPyConnection, store: Path, sources: list[Pa
                 "INSERT OR IGNORE INTO run_tasks SELECT DISTINCT run_id, task_idx, task_id "
                 f"FROM ({tasks})"
             )
-        # One segment (or one journal) per statement: memory stays bounded by a segment,
-        # not by the run; a step already in the table is skipped by the anti-join.
-        segments, journals = state.step_files()
-        for path in segments:
-            con.execute(_insert_new_steps(live_steps_sql([path], [])))
-        for path in journals:
-            con.execute(_insert_new_steps(live_steps_sql([], [path])))
         con.execute(
             "UPDATE run_shards SET n_steps = c.n FROM (SELECT run_id, shard_idx, count(*) AS n FROM steps "
             "GROUP BY ALL) c WHERE run_shards.run_id = c.run_id AND run_shards.shard_idx = c.shard_idx"
@@ -157,7 +195,6 @@ def _ingest_locked(con: duckdb.DuckDBPyConnection, store: Path, sources: list[Pa
     except Exception:
         con.execute("ROLLBACK")
         raise
-    report.steps_added = _count_steps(con) - before
     for shard in state.shards:
         # Only a shard that will write no more is removed, and while the lock is held; a
         # running one keeps its files (its rows are in, and ingesting them again is a no-op).
@@ -168,8 +205,3 @@ def _ingest_locked(con: duckdb.DuckDBPyConnection, store: Path, sources: list[Pa
             if run_dir.is_dir() and not any(run_dir.iterdir()):
                 run_dir.rmdir()
     return report
-
-
-def _count_steps(con: duckdb.DuckDBPyConnection) -> int:
-    row = con.execute("SELECT count(*) FROM steps").fetchone()
-    return int(row[0]) if row else 0

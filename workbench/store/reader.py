@@ -11,20 +11,40 @@ skipped) and never a lock error (the file is attached only for the query).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import duckdb
+import numpy as np
 
 from workbench.errors import UsageError
 from workbench.resources import sql_path
 from workbench.store.columns import RUN_COLUMNS, SHARD_COLUMNS
-from workbench.store.database import READER_MEMORY_LIMIT, attach_ro, limit_memory
+from workbench.store.database import (
+    READER_JSON_MEMORY_LIMIT,
+    READER_MEMORY_LIMIT,
+    attach_ro,
+    limit_memory,
+)
 from workbench.store.ingest import live_steps_sql, live_tasks_sql, vanished_file_error
 from workbench.store.layout import resolve_store_path, segments_root
 from workbench.store.live import LiveShard, LiveState, run_row, scan
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class RunOutcomes:
+    """Aggregates of one run's steps, the inputs of ``workbench.analysis.summarize``."""
+
+    attempts: np.ndarray
+    passes: np.ndarray
+    latency_ms: np.ndarray
+    failures: dict[str, int]
+    tokens: dict[str, int]
 
 
 class Store:
@@ -45,9 +65,10 @@ class Store:
         """An in-memory connection with the store's tables and views, live runs included."""
         for attempt in range(8):
             con = duckdb.connect()
-            limit_memory(con, READER_MEMORY_LIMIT)
+            live = scan(self.path)
+            limit_memory(con, READER_MEMORY_LIMIT if live.empty else READER_JSON_MEMORY_LIMIT)
             try:
-                self._build(con, scan(self.path))
+                self._build(con, live)
             except duckdb.Error as exc:
                 con.close()
                 if vanished_file_error(exc) and attempt < 7:
@@ -129,17 +150,59 @@ class Store:
             )
 
     # ---- convenience readers returning polars frames -------------------------------------
-    def sql(self, query: str, params: list[Any] | None = None) -> Any:
-        """Run ``query`` and return a polars DataFrame (live runs included)."""
+    def query(self, query: str, params: list[Any] | None, fetch: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
+        """Run ``query`` and ``fetch`` its result, on a fresh snapshot if a live file vanished."""
         for attempt in range(8):
             try:
                 with self.connect() as con:
-                    return con.execute(query, params or []).pl()
+                    return fetch(con.execute(query, params or []))
             except duckdb.Error as exc:
                 if not vanished_file_error(exc) or attempt == 7:
                     raise
                 time.sleep(0.02 * (attempt + 1))
         raise AssertionError("unreachable")
+
+    def sql(self, query: str, params: list[Any] | None = None) -> Any:
+        """Run ``query`` and return a polars DataFrame (live runs included)."""
+        return self.query(query, params, lambda cur: cur.pl())
+
+    def rows(self, query: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
+        """Run ``query`` and return plain tuples (no polars or pyarrow involved)."""
+        return self.query(query, params, lambda cur: cur.fetchall())
+
+    def run_outcomes(self, run_id: str, shard_idx: int | None = None) -> RunOutcomes:
+        """What a run's summary is computed from, aggregated in SQL: per-task attempt and pass
+        counts, every step's latency, failure counts and token totals."""
+        where = "run_id = ?" + ("" if shard_idx is None else " AND shard_idx = ?")
+        params: list[Any] = [run_id] if shard_idx is None else [run_id, shard_idx]
+        query = f"""
+            WITH s AS (SELECT * FROM steps WHERE {where})
+            SELECT 'task' AS kind, task_idx::VARCHAR AS k, count(*)::DOUBLE AS a, count(*) FILTER (WHERE passed) AS b
+                FROM s GROUP BY task_idx
+            UNION ALL SELECT 'failure', failure_category, count(*), 0 FROM s
+                WHERE failure_category IS NOT NULL GROUP BY failure_category
+            UNION ALL SELECT 'tokens', 'x', sum(prompt_tokens), sum(completion_tokens) FROM s
+            UNION ALL SELECT 'tokens_total', 'x', sum(total_tokens), 0 FROM s
+        """
+        rows = self.rows(query, params)
+        latency = self.query(
+            f"SELECT latency_ms FROM steps WHERE {where} AND latency_ms IS NOT NULL", params,
+            lambda cur: cur.fetchnumpy()["latency_ms"],
+        )
+        tasks = [(a, b) for kind, _, a, b in rows if kind == "task"]
+        totals = {kind: (a, b) for kind, _, a, b in rows if kind.startswith("tokens")}
+        prompt, completion = totals.get("tokens", (None, None))
+        return RunOutcomes(
+            attempts=np.array([a for a, _ in tasks], dtype=np.int64),
+            passes=np.array([b for _, b in tasks], dtype=np.int64),
+            latency_ms=np.asarray(latency, dtype=np.float64),
+            failures={str(k): int(a) for kind, k, a, _ in rows if kind == "failure"},
+            tokens={
+                "prompt_tokens": int(prompt or 0),
+                "completion_tokens": int(completion or 0),
+                "total_tokens": int(totals.get("tokens_total", (0, 0))[0] or 0),
+            },
+        )
 
     def runs(self) -> Any:
         """Every run with its metrics (the ``run_metrics`` view), newest first."""

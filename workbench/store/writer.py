@@ -22,6 +22,7 @@ import duckdb
 import orjson
 
 from workbench.store.columns import JOURNAL_SENTINEL, journal_read_sql, sql_string
+from workbench.store.database import MEMORY_LIMIT, limit_memory
 from workbench.store.layout import ShardDir, shard_dir
 
 _JOURNAL_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_APPEND
@@ -39,8 +40,7 @@ def roll_journal(journal: Path, segment: Path) -> None:
     tmp = segment.with_name(f".{segment.name}.tmp")
     con = duckdb.connect()
     try:
-        con.execute("SET threads = 1")
-        con.execute("SET memory_limit = '64MB'")
+        limit_memory(con, MEMORY_LIMIT, threads=1)
         query = journal_read_sql(sql_string(journal))
         con.execute(f"COPY ({query}) TO {sql_string(tmp)} (FORMAT parquet, COMPRESSION zstd)")
     finally:
