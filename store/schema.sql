@@ -68,8 +68,10 @@ CREATE TABLE IF NOT EXISTS run_tasks (
 
 -- One row per attempt, unique on (run_id, task_idx, repeat): ingest inserts a step only when that
 -- key is absent (an anti-join rather than a PRIMARY KEY, whose in-memory index would cost more
--- memory than the rest of a run). `messages` is the whole transcript as an OpenAI-format JSON
--- array (system prompt, user prompt, assistant reply, tool calls); `step_messages` unnests it.
+-- memory than the rest of a run). `messages` is the conversation as sent in the final model
+-- call, an OpenAI-format JSON array (system prompt, user prompt, earlier turns and tool
+-- results); the reply is `response` + `tool_calls`, stored once. `step_messages` shows the
+-- whole transcript, reply included, one row per message.
 CREATE TABLE IF NOT EXISTS steps (
     run_id            VARCHAR NOT NULL,
     task_idx          INTEGER NOT NULL,

@@ -118,7 +118,8 @@ FROM (SELECT *, count(*) OVER (PARTITION BY run_id) AS total FROM steps)
 WHERE failure_category IS NOT NULL
 GROUP BY run_id, failure_category;
 
--- The transcript of every step, one row per message (turn 0 first).
+-- The transcript of every step, one row per message (turn 0 first): the messages sent,
+-- then the model's reply when it answered (a step that failed in transport has none).
 CREATE OR REPLACE VIEW step_messages AS
 SELECT
     run_id, task_idx, repeat, task_id, turn,
@@ -131,4 +132,14 @@ FROM (
            generate_subscripts(msgs, 1) - 1 AS turn,
            unnest(msgs)                     AS msg
     FROM (SELECT *, CAST(messages AS JSON[]) AS msgs FROM steps)
-);
+)
+UNION ALL
+SELECT
+    run_id, task_idx, repeat, task_id,
+    coalesce(json_array_length(messages), 0)::BIGINT AS turn,
+    'assistant'                                      AS role,
+    response                                         AS content,
+    tool_calls,
+    NULL                                             AS tool_call_id
+FROM steps
+WHERE error IS NULL;

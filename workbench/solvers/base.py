@@ -17,7 +17,12 @@ from workbench.model.client import ModelResponse
 
 @dataclass(slots=True)
 class SolverOutput:
-    """The final response, the whole transcript, and what the model call reported."""
+    """The final response, the messages sent for it, and what the model call reported.
+
+    ``messages`` is the conversation as sent in the final model call; the reply itself is
+    ``response`` (plus ``model.tool_calls``) and is not repeated there, so the store keeps
+    each reply once. The ``step_messages`` view shows the two together.
+    """
 
     response: str
     messages: list[Message]

@@ -34,11 +34,6 @@ class SimpleWorker:
             if config.system_prompt:
                 messages.append({"role": "system", "content": config.system_prompt})
             messages.extend(seed.messages)
-        if result.failure is None or result.text:
-            reply: Message = {"role": "assistant", "content": result.text}
-            if result.tool_calls:
-                reply["tool_calls"] = result.tool_calls
-            messages.append(reply)
         return SolverOutput(
             response=result.text,
             messages=messages,
