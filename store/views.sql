@@ -3,6 +3,11 @@
 -- Statistics here are the spine's: per-task Wilson intervals and pass@1 with a normal interval on
 -- the across-task standard error (repeats reduced per task first). workbench.stats holds the rest.
 
+-- Failures of the exchange itself (no answer came back); the other categories are answers
+-- that failed (empty, refusal, no final answer). workbench.model.failures.ERROR_CATEGORIES.
+CREATE OR REPLACE MACRO is_error_category(category) AS
+    category IN ('rate_limit', 'timeout', 'server_error', 'context_window', 'model_error');
+
 -- Per task of each run: attempts, passes, Wilson 95 % interval and outcome bucket.
 CREATE OR REPLACE VIEW task_stats AS
 WITH per_task AS (
@@ -11,9 +16,7 @@ WITH per_task AS (
         task_idx,
         count(*)                                                AS n,
         count(*) FILTER (WHERE passed)                          AS n_pass,
-        count(*) FILTER (WHERE failure_category IN
-            ('rate_limit', 'timeout', 'server_error', 'context_window', 'model_error'))
-                                                                AS n_error,
+        count(*) FILTER (WHERE is_error_category(failure_category))   AS n_error,
         avg(reward)                                             AS mean_reward,
         avg(total_tokens)                                       AS mean_tokens,
         avg(latency_ms)                                         AS mean_latency_ms
@@ -73,9 +76,7 @@ WITH per_run_tasks AS (
         run_id,
         count(*)                                                    AS n_steps,
         count(*) FILTER (WHERE passed)                              AS n_pass,
-        count(*) FILTER (WHERE failure_category IN
-            ('rate_limit', 'timeout', 'server_error', 'context_window', 'model_error'))
-                                                                    AS n_errors,
+        count(*) FILTER (WHERE is_error_category(failure_category)) AS n_errors,
         count(*) FILTER (WHERE failure_category IS NOT NULL)        AS n_failed,
         sum(prompt_tokens)                                          AS prompt_tokens,
         sum(completion_tokens)                                      AS completion_tokens,

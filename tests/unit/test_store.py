@@ -209,3 +209,20 @@ def test_ingest_across_many_segment_batches_adds_each_step_once(tmp_path):
     assert ingest(store).steps_added == 40
     assert count(store) == 40
     assert ingest(store).steps_added == 0
+
+
+def test_a_failed_roll_keeps_the_journal_and_loses_no_step(tmp_path, monkeypatch):
+    import importlib
+
+    writer_module = importlib.import_module("workbench.store.writer")
+    monkeypatch.setattr(writer_module, "journal_read_sql", lambda files: "SELECT * FROM no_such_table")
+    store = tmp_path / "nel.duckdb"
+    w = writer(store, roll_every=2)
+    for rep in range(2):
+        w.append(step(0, rep))
+    w.finish("complete")
+    assert w.failed_rolls == 1
+    assert len(w.dir.journals()) == 1 and not w.dir.step_segments()
+    monkeypatch.undo()
+    assert count(store) == 2
+    assert ingest(store).steps_added == 2

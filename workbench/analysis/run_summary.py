@@ -17,13 +17,13 @@ import numpy as np
 if TYPE_CHECKING:
     import polars as pl
 
+from workbench.model.failures import ERROR_CATEGORIES
 from workbench.stats import Estimate, pass_at_k_estimates, percentiles
 
 SUMMARY_COLUMNS = (
     "task_idx", "passed", "failure_category", "error", "latency_ms",
     "prompt_tokens", "completion_tokens", "total_tokens",
 )
-ERROR_CATEGORIES = frozenset({"rate_limit", "timeout", "server_error", "context_window", "model_error"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,15 @@ from workbench.cli.eval_run import execute_run
 from workbench.model.config import ModelConfig
 
 
+def _nel_command() -> str:
+    """How the user can type ``nel`` again: bare if it is on PATH, else the path they used."""
+    invoked = Path(sys.argv[0])
+    on_path = shutil.which("nel")
+    if invoked.name != "nel" or (on_path and Path(on_path).resolve() == invoked.resolve()):
+        return "nel"
+    return str(invoked)
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from workbench.model.mock import mock_model
 
@@ -37,13 +46,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
             show_progress=not args.no_progress,
         )
     print("nel demo: mock model stopped", file=sys.stderr)
+    nel = _nel_command()
     print(
         "\nNext things to try:\n"
-        f"  nel sql --store {store} \"SELECT * FROM run_metrics\"\n"
-        f"  nel sql --store {store} --named sometimes_pass\n"
-        f"  nel sql --store {store} \"SELECT failure_category, count(*) FROM steps GROUP BY ALL\"\n"
+        f"  {nel} sql --store {store} \"SELECT * FROM run_metrics\"\n"
+        f"  {nel} sql --store {store} --named sometimes_pass\n"
+        f"  {nel} sql --store {store} \"SELECT failure_category, count(*) FROM steps GROUP BY ALL\"\n"
         f"  duckdb {store}    # the store is a plain DuckDB file\n"
-        "  nel model mock --port 8000 &   then   nel eval run -b gsm8k --model-url http://127.0.0.1:8000/v1 "
-        "--model-id nel-mock --repeats 4 --max-problems 100"
+        f"  {nel} model mock --port 8000 &   then   {nel} eval run -b gsm8k "
+        "--model-url http://127.0.0.1:8000/v1 --model-id nel-mock --repeats 4 --max-problems 100"
     )
     return code

@@ -7,7 +7,7 @@ Transport-level categories come from the HTTP exchange; ``empty_response``,
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Literal, get_args
 
 FailureCategory = Literal[
     "rate_limit",
@@ -19,16 +19,10 @@ FailureCategory = Literal[
     "refusal",
     "format_error",
 ]
-FAILURE_CATEGORIES: tuple[FailureCategory, ...] = (
-    "rate_limit",
-    "timeout",
-    "server_error",
-    "context_window",
-    "model_error",
-    "empty_response",
-    "refusal",
-    "format_error",
-)
+FAILURE_CATEGORIES: tuple[FailureCategory, ...] = get_args(FailureCategory)
+ERROR_CATEGORIES: frozenset[FailureCategory] = frozenset(FAILURE_CATEGORIES[:5])
+"""Failures of the exchange itself (the model gave no answer); the rest are answers that failed.
+``store/views.sql`` has the same list in its ``is_error_category`` macro."""
 
 _CONTEXT_WINDOW = re.compile(
     r"(?i)(context length|context window|maximum context|too many tokens|prompt is too long|"

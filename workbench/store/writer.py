@@ -35,18 +35,27 @@ def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def roll_journal(journal: Path, segment: Path) -> None:
-    """Convert a closed journal into a Parquet segment, then delete the journal."""
+def roll_journal(journal: Path, segment: Path) -> bool:
+    """Convert a closed journal into a Parquet segment, then delete the journal.
+
+    Returns False, leaving the journal as it was, when the conversion fails: a journal is
+    a complete record in itself (readers and ingest read journals too), so a failed roll
+    costs speed, never a step.
+    """
     tmp = segment.with_name(f".{segment.name}.tmp")
     con = duckdb.connect()
     try:
         limit_memory(con, MEMORY_LIMIT, threads=1)
         query = journal_read_sql(sql_string(journal))
         con.execute(f"COPY ({query}) TO {sql_string(tmp)} (FORMAT parquet, COMPRESSION zstd)")
+    except (duckdb.Error, OSError):
+        tmp.unlink(missing_ok=True)
+        return False
     finally:
         con.close()
     os.replace(tmp, segment)
     journal.unlink()
+    return True
 
 
 class ShardWriter:
@@ -64,7 +73,8 @@ class ShardWriter:
         self._fd: int | None = None
         self._in_journal = 0
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nel-roll")
-        self._pending: list[Future[None]] = []
+        self._pending: list[Future[bool]] = []
+        self.failed_rolls = 0
         # Journals left by a crashed process are rolled first, so the directory stays small.
         for leftover in self.dir.journals():
             self._submit_roll(leftover)
@@ -117,14 +127,22 @@ class ShardWriter:
     def _submit_roll(self, journal: Path) -> None:
         segment = journal.with_name(journal.name.replace("journal-", "steps-").replace(".jsonl", ".parquet"))
         self._pending.append(self._pool.submit(roll_journal, journal, segment))
-        self._pending = [f for f in self._pending if not f.done() or f.exception() is not None]
+        self._collect(wait=False)
+
+    def _collect(self, wait: bool) -> None:
+        keep = []
+        for fut in self._pending:
+            if wait or fut.done():
+                self.failed_rolls += not fut.result()
+            else:
+                keep.append(fut)
+        self._pending = keep
 
     def finish(self, status: str, error: str | None = None) -> None:
         """Roll what is left, wait for segments to land, and record the shard's final status."""
         self.roll()
         self._pool.shutdown(wait=True)
-        for fut in self._pending:
-            fut.result()
+        self._collect(wait=True)
         self._shard_header.update(status=status, finished_at=time.time(), error=error, n_steps=self.n_written)
         write_json_atomic(self.dir.shard_json, self._shard_header)
 
