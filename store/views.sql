@@ -1,12 +1,30 @@
 -- Views over the tables in schema.sql. The same text is applied to the database file and to the
 -- live view that `nel sql`, the TUI and `workbench.open_store` build over in-progress runs.
--- Statistics here are the spine's: per-task Wilson intervals and pass@1 with a normal interval on
--- the across-task standard error (repeats reduced per task first). workbench.stats holds the rest.
+-- Statistics here are the spine's: per-task Wilson intervals, and pass@1 with a Student-t interval
+-- on the across-task standard error (repeats reduced per task first), the same interval as
+-- workbench.stats.mean_with_ci. workbench.stats holds the rest.
 
 -- Failures of the exchange itself (no answer came back); the other categories are answers
 -- that failed (empty, refusal, no final answer). workbench.model.failures.ERROR_CATEGORIES.
 CREATE OR REPLACE MACRO is_error_category(category) AS
     category IN ('rate_limit', 'timeout', 'server_error', 'context_window', 'model_error');
+
+-- The 97.5 % quantile of Student's t with `df` degrees of freedom (two-sided 95 % intervals):
+-- exact values up to df = 7, then the Cornish-Fisher expansion in 1/df to the 4th order, its
+-- coefficients precomputed from z = 1.959963984540054 (relative error < 2e-5).
+CREATE OR REPLACE MACRO t_quantile_975(df) AS
+    CASE
+        WHEN df IS NULL OR df < 1 THEN NULL
+        WHEN df = 1 THEN 12.706204736174698
+        WHEN df = 2 THEN 4.302652729749464
+        WHEN df = 3 THEN 3.182446305284263
+        WHEN df = 4 THEN 2.7764451051977934
+        WHEN df = 5 THEN 2.5705818356363146
+        WHEN df = 6 THEN 2.4469118511449692
+        WHEN df = 7 THEN 2.3646242515927844
+        ELSE 1.959963984540054::DOUBLE + 2.372271230298562::DOUBLE / df + 2.8224986157396112::DOUBLE / df ^ 2
+            + 2.555849679507722::DOUBLE / df ^ 3 + 1.5895340533938225::DOUBLE / df ^ 4
+    END;
 
 -- Per task of each run: attempts, passes, Wilson 95 % interval and outcome bucket.
 CREATE OR REPLACE VIEW task_stats AS
@@ -65,6 +83,7 @@ WITH per_run_tasks AS (
         count(*) FILTER (WHERE n > 0)                   AS n_tasks_attempted,
         avg(pass_rate)                                  AS pass_at_1,
         stddev_samp(pass_rate) / sqrt(count(pass_rate)) AS pass_at_1_se,
+        t_quantile_975(count(pass_rate) - 1)            AS pass_at_1_t,
         count(*) FILTER (WHERE bucket = 'always')       AS n_always,
         count(*) FILTER (WHERE bucket = 'sometimes')    AS n_sometimes,
         count(*) FILTER (WHERE bucket = 'never')        AS n_never,
@@ -96,8 +115,8 @@ SELECT
     t.n_tasks * r.n_repeats                  AS n_steps_expected,
     coalesce(s.n_pass, 0)                    AS n_pass,
     t.pass_at_1,
-    greatest(0.0, t.pass_at_1 - 1.959963984540054 * coalesce(t.pass_at_1_se, 0)) AS pass_at_1_low,
-    least(1.0, t.pass_at_1 + 1.959963984540054 * coalesce(t.pass_at_1_se, 0))    AS pass_at_1_high,
+    greatest(0.0, t.pass_at_1 - coalesce(t.pass_at_1_t * t.pass_at_1_se, 0)) AS pass_at_1_low,
+    least(1.0, t.pass_at_1 + coalesce(t.pass_at_1_t * t.pass_at_1_se, 0))    AS pass_at_1_high,
     t.n_always, t.n_sometimes, t.n_never, t.n_missing,
     coalesce(s.n_errors, 0)                  AS n_errors,
     coalesce(s.n_failed, 0)                  AS n_failed,

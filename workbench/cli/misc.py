@@ -48,7 +48,8 @@ def cmd_sql(args: argparse.Namespace) -> int:
         sys.stdout.write(frame.write_json() + "\n")
     else:
         with pl.Config(tbl_rows=-1, tbl_cols=-1, fmt_str_lengths=60, tbl_width_chars=200,
-                       tbl_hide_dataframe_shape=True, tbl_formatting="ASCII_MARKDOWN"):
+                       tbl_hide_dataframe_shape=True, tbl_formatting="ASCII_MARKDOWN",
+                       tbl_hide_column_data_types=True, tbl_hide_dtype_separator=True):
             print(frame)
         print(f"({frame.height} row{'s' if frame.height != 1 else ''})")
     return 0
