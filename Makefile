@@ -29,6 +29,7 @@ test: install lint
 
 perf: install
 	$(BIN)/python tests/perf/bench_mock.py
+	$(BIN)/python tests/perf/bench_client.py
 	$(BIN)/python tests/perf/bench_engine.py
 
 clean:
