@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from workbench.environments import get_environment
+from workbench.environments import benchmark_names, get_environment
 from workbench.model.mock.answers import AnswerIndex, Task
 from workbench.model.mock.responder import (
     GENERIC_REPLY,
@@ -153,3 +153,61 @@ def test_tokens_are_about_four_characters_and_at_least_one() -> None:
     assert count_tokens("abcd") == 1
     assert count_tokens("abcde") == 2
     assert count_tokens("x" * 400) == 100
+
+
+@pytest.fixture(scope="module")
+def all_tasks() -> list[Task]:
+    return AnswerIndex.load().tasks
+
+
+@pytest.mark.parametrize("benchmark", benchmark_names())
+def test_right_replies_score_one_and_wrong_ones_zero_for_every_task_of_every_builtin(
+    benchmark: str, all_tasks: list[Task]
+) -> None:
+    env = get_environment(benchmark)
+    responder = Responder(SkillProfile(0))
+    tasks = [t for t in all_tasks if t.benchmark == benchmark]
+    assert len(tasks) == len(env)
+    outcomes = Counter()
+    for task in tasks:
+        for attempt in range(ATTEMPTS):
+            correct = responder.skill.attempt(task.key, None, attempt).correct
+            reward = env.verify(responder.respond(task, None, attempt).text, task.answer).reward
+            assert reward == (1.0 if correct else 0.0), (task.index, attempt)
+            outcomes[correct] += 1
+    assert outcomes[True] > 0 and outcomes[False] > 0
+
+
+def test_multiple_choice_replies_end_with_the_answer_letter_right_or_wrong(all_tasks: list[Task]) -> None:
+    responder = Responder(SkillProfile(0))
+    letters = Counter()
+    for task in (t for t in all_tasks if t.scorer == "multiple_choice"):
+        for attempt in range(ATTEMPTS):
+            completion = responder.respond(task, None, attempt)
+            match = re.search(r"The answer is \(([A-J])\)\.$", completion.text)
+            correct = responder.skill.attempt(task.key, None, attempt).correct
+            if correct:
+                assert match is not None and match.group(1) == task.answer
+            elif match is not None:
+                assert match.group(1) != task.answer
+                letters["wrong letter"] += 1
+    assert letters["wrong letter"] > 100
+
+
+def test_short_answer_replies_are_the_answer_or_another_problems_answer(all_tasks: list[Task]) -> None:
+    responder = Responder(SkillProfile(0))
+    short = [t for t in all_tasks if t.scorer == "normalized"]
+    answers = {t.answer for t in short}
+    assert short
+    for task in short:
+        assert len(task.distractors) == 3 and task.answer not in task.distractors
+        for attempt in range(ATTEMPTS):
+            reply = responder.respond(task, None, attempt).text
+            text = reply.strip("*.")
+            correct = responder.skill.attempt(task.key, None, attempt).correct
+            if correct:
+                assert text == task.answer
+            elif reply and reply != REFUSAL:
+                assert text in answers and text != task.answer
+                # alike in shape: a symbol for a symbol, a name for a name
+                assert (len(text) <= 2) == (len(task.answer) <= 2)

@@ -53,14 +53,22 @@ def _store_arg(p: argparse.ArgumentParser) -> None:
 
 
 def _add_eval_run(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("run", help="evaluate a model on a benchmark, every step into the store")
-    p.add_argument("-b", "--bench", required=True, metavar="NAME", help="benchmark name (see `nel list`)")
+    p = sub.add_parser(
+        "run",
+        help="evaluate a model on a benchmark (flags) or a suite (a YAML config), every step into the store",
+        description="Either name one benchmark and model with flags, or give a YAML config in NeMo Evaluator's "
+        "schema (services, benchmarks, output) and adjust it with -O dot.path=value.",
+    )
+    p.add_argument("config", nargs="?", help="YAML config file (instead of -b/--model-url/--model-id)")
+    p.add_argument("-O", "--override", action="append", metavar="DOT.PATH=VALUE",
+                   help="override a config value, e.g. -O benchmarks.0.repeats=8 (repeatable)")
+    p.add_argument("-b", "--bench", metavar="NAME", help="benchmark name (see `nel list`)")
     p.add_argument("--repeats", type=_positive_int, help="attempts per problem (default: the benchmark's)")
     p.add_argument("--max-problems", type=_positive_int, metavar="N", help="evaluate only the first N problems")
     p.add_argument("--problem-range", type=_range, metavar="START:END", help="evaluate problems START..END-1")
     m = p.add_argument_group("model")
-    m.add_argument("--model-url", required=True, help="OpenAI-compatible base URL (…/v1) or full endpoint URL")
-    m.add_argument("--model-id", required=True, metavar="NAME", help="model name sent in each request")
+    m.add_argument("--model-url", help="OpenAI-compatible base URL (…/v1) or full endpoint URL")
+    m.add_argument("--model-id", metavar="NAME", help="model name sent in each request")
     m.add_argument("--api-key", help="API key (prefer $NEMO_API_KEY or $OPENAI_API_KEY: never stored)")
     m.add_argument("--protocol", choices=("chat_completions", "completions", "responses"),
                    help="endpoint protocol (default: from the URL, else chat_completions)")
@@ -70,11 +78,11 @@ def _add_eval_run(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--max-tokens", type=_positive_int)
     m.add_argument("--seed", type=int, help="sampling seed; attempt r of a problem is sent seed + r")
     m.add_argument("--stop", action="append", metavar="TEXT", help="stop sequence (repeatable)")
-    m.add_argument("--request-timeout", type=float, default=120.0, metavar="SECONDS")
-    m.add_argument("--max-retries", type=int, default=5, help="retries on 429, 5xx, timeouts (default 5)")
+    m.add_argument("--request-timeout", type=float, metavar="SECONDS", help="per request (default 120)")
+    m.add_argument("--max-retries", type=int, help="retries on 429, 5xx, timeouts (default 5)")
     e = p.add_argument_group("execution")
-    e.add_argument("--max-concurrent", type=_positive_int, default=64, help="requests in flight (default 64)")
-    e.add_argument("--output-dir", default=DEFAULT_OUTPUT_DIR, help=f"default {DEFAULT_OUTPUT_DIR}/")
+    e.add_argument("--max-concurrent", type=_positive_int, help="requests in flight (default 64)")
+    e.add_argument("--output-dir", help=f"default {DEFAULT_OUTPUT_DIR}/")
     _store_arg(e)
     e.add_argument(
         "--resume",

@@ -59,8 +59,8 @@ def model_config(args: argparse.Namespace) -> ModelConfig:
         max_tokens=args.max_tokens,
         seed=args.seed,
         stop=tuple(args.stop) if args.stop else None,
-        request_timeout=args.request_timeout,
-        max_retries=args.max_retries,
+        request_timeout=120.0 if args.request_timeout is None else args.request_timeout,
+        max_retries=5 if args.max_retries is None else args.max_retries,
     )
 
 
@@ -117,7 +117,7 @@ async def _run_with_signals(coro: Coroutine[Any, Any, T]) -> T:
 def execute_run(
     *, bench: str, model: ModelConfig, store: Path, output_dir: Path, repeats: int | None,
     max_problems: int | None, problem_range: tuple[int, int] | None, max_concurrent: int, resume: bool,
-    run_id: str | None, show_progress: bool,
+    run_id: str | None, show_progress: bool, resume_key: str | None = None,
 ) -> int:
     env = get_environment(bench)
     n_repeats = repeats or int(env.describe().get("default_repeats", 1) or 1)
@@ -140,7 +140,8 @@ def execute_run(
             return await _run_with_signals(run_evaluation(
                 env, solver, store=store, n_repeats=n_repeats, max_problems=max_problems,
                 problem_range=problem_range, max_concurrent=max_concurrent, shard=shard, run_id=run_id,
-                resume=resume, config={"request_timeout": model.request_timeout, "max_retries": model.max_retries},
+                resume=resume, resume_key=resume_key,
+                config={"request_timeout": model.request_timeout, "max_retries": model.max_retries},
                 on_start=on_start,
             ))
 
@@ -165,16 +166,40 @@ def execute_run(
     return 0 if result.status == "complete" else 1
 
 
+_FLAG_ONLY = {
+    "bench": "-b/--bench", "repeats": "--repeats", "max_problems": "--max-problems", "problem_range": "--problem-range",
+    "model_url": "--model-url", "model_id": "--model-id", "api_key": "--api-key", "protocol": "--protocol",
+    "system_prompt": "--system-prompt", "temperature": "--temperature", "top_p": "--top-p",
+    "max_tokens": "--max-tokens", "seed": "--seed", "stop": "--stop", "store": "--store", "run_id": "--run-id",
+    "request_timeout": "--request-timeout", "max_retries": "--max-retries", "max_concurrent": "--max-concurrent",
+    "output_dir": "--output-dir",
+}
+
+
 def cmd_eval_run(args: argparse.Namespace) -> int:
+    if args.config:
+        given = [flag for dest, flag in _FLAG_ONLY.items() if getattr(args, dest) is not None
+                 and not (dest == "store" and args.store == os.environ.get("NEL_STORE"))]
+        if given:
+            raise UsageError(f"{', '.join(given)}: not with a config file; set it in the config or with -O")
+        from workbench.cli.eval_config import cmd_eval_config
+
+        return cmd_eval_config(args)
+    if args.override:
+        raise UsageError("-O: overrides apply to a config file; give one, or use the flags")
+    missing = [flag for dest, flag in (("bench", "-b/--bench"), ("model_url", "--model-url"),
+                                      ("model_id", "--model-id")) if not getattr(args, dest)]
+    if missing:
+        raise UsageError(f"the following arguments are required: {', '.join(missing)} (or give a config file)")
     return execute_run(
         bench=args.bench,
         model=model_config(args),
         store=store_path(args),
-        output_dir=Path(args.output_dir),
+        output_dir=Path(args.output_dir or DEFAULT_OUTPUT_DIR),
         repeats=args.repeats,
         max_problems=args.max_problems,
         problem_range=args.problem_range,
-        max_concurrent=args.max_concurrent,
+        max_concurrent=args.max_concurrent or 64,
         resume=args.resume,
         run_id=args.run_id,
         show_progress=not args.no_progress,

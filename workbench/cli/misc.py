@@ -63,8 +63,10 @@ def cmd_list(args: argparse.Namespace) -> int:
         sys.stdout.write(orjson.dumps(infos, option=orjson.OPT_INDENT_2).decode() + "\n")
         return 0
     width = max(len(i["name"]) for i in infos)
+    scorer_width = max(len(str(i.get("scorer", ""))) for i in infos)
     for info in infos:
-        print(f"{info['name']:<{width}}  {info.get('size', '?'):>6} problems  {info.get('scorer', ''):<10} "
+        scorer = str(info.get("scorer", ""))
+        print(f"{info['name']:<{width}}  {info.get('size', '?'):>6} problems  {scorer:<{scorer_width}}  "
               f"{info.get('description', '')}")
     return 0
 

@@ -75,8 +75,15 @@ def _run_row(store: Path, run_id: str) -> dict[str, Any] | None:
     return _first_row(store, "SELECT * FROM runs WHERE run_id = ?", [run_id])
 
 
-def _latest_run(store: Path, benchmark: str) -> dict[str, Any] | None:
-    return _first_row(store, "SELECT * FROM runs WHERE benchmark = ? ORDER BY created_at DESC LIMIT 1", [benchmark])
+def _latest_run(store: Path, benchmark: str, resume_key: str | None) -> dict[str, Any] | None:
+    """The run ``--resume`` continues: the newest of this benchmark made from the same place
+    (the same suite entry, or the command line when ``resume_key`` is None)."""
+    return _first_row(
+        store,
+        "SELECT * FROM runs WHERE benchmark = ? AND json_extract_string(config, '$.resume_key') IS NOT DISTINCT FROM ? "
+        "ORDER BY created_at DESC LIMIT 1",
+        [benchmark, resume_key],
+    )
 
 
 def _done_keys(store: Path, run_id: str, lo: int, hi: int) -> frozenset[tuple[int, int]]:
@@ -106,6 +113,7 @@ def plan_run(
     shard: Shard,
     run_id: str | None,
     resume: bool,
+    resume_key: str | None = None,
 ) -> RunPlan:
     if n_repeats < 1:
         raise UsageError(f"--repeats must be at least 1, got {n_repeats}")
@@ -124,7 +132,7 @@ def plan_run(
         if existing is not None:
             _check_same_identity(existing, identity, run_id)
     elif resume and exists:
-        existing = _latest_run(store, benchmark)
+        existing = _latest_run(store, benchmark, resume_key)
         if existing is not None:
             run_id = str(existing["run_id"])
             _check_same_identity(existing, identity, run_id)

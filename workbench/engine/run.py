@@ -192,6 +192,7 @@ async def run_evaluation(
     shard: Shard | None = None,
     run_id: str | None = None,
     resume: bool = False,
+    resume_key: str | None = None,
     listeners: Sequence[StepListener] = (),
     config: dict[str, Any] | None = None,
     ingest_at_end: bool | None = None,
@@ -200,7 +201,8 @@ async def run_evaluation(
 ) -> RunResult:
     """Evaluate ``env`` with ``solver`` into ``store``; see the module docstring.
 
-    Raises ``RunFailed`` when the model cannot be reached or refuses every request
+    ``resume_key`` names where the run was configured (a suite entry); ``--resume`` continues
+    the newest run with the same key. Raises ``RunFailed`` when the model cannot be reached or refuses every request
     (completed steps stay in the store), ``UsageError`` for bad arguments or a
     ``--resume`` whose configuration differs from the stored run.
     """
@@ -211,6 +213,7 @@ async def run_evaluation(
     plan = plan_run(
         store=store, identity=identity, benchmark=env.name, size=len(env), n_repeats=n_repeats,
         max_problems=max_problems, problem_range=problem_range, shard=shard, run_id=run_id, resume=resume,
+        resume_key=resume_key,
     )
     remaining = plan.shard_steps - len(plan.done)
     if preflight and remaining > 0:
@@ -224,7 +227,7 @@ async def run_evaluation(
             "prompt": seed.prompt, "expected_answer": seed.expected_answer, "metadata": _dumps(seed.metadata),
         })
     writer.begin(
-        run_header(plan, env.name, {"max_concurrent": max_concurrent, **(config or {})}),
+        run_header(plan, env.name, {"max_concurrent": max_concurrent, "resume_key": resume_key, **(config or {})}),
         {"shard_idx": shard.idx, "total_shards": shard.total, "problem_start": plan.shard_start,
          "problem_end": plan.shard_end},
         tasks,

@@ -112,6 +112,10 @@ def build_body(config: ModelConfig, messages: tuple[Message, ...], prompt: str, 
         body["seed"] = config.seed + attempt
     if config.stop:
         body["stop"] = list(config.stop)
+    if config.frequency_penalty is not None:
+        body["frequency_penalty"] = config.frequency_penalty
+    if config.presence_penalty is not None:
+        body["presence_penalty"] = config.presence_penalty
     return body
 
 

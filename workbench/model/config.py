@@ -37,6 +37,8 @@ class ModelConfig:
     max_tokens: int | None = None
     seed: int | None = None
     stop: tuple[str, ...] | None = None
+    frequency_penalty: float | None = None
+    presence_penalty: float | None = None
     request_timeout: float = 120.0
     max_retries: int = 5
     backoff_base: float = 0.5
@@ -51,6 +53,12 @@ class ModelConfig:
             raise UsageError(f"--temperature: {self.temperature} is outside [0, 2]")
         if self.top_p is not None and not 0 < self.top_p <= 1:
             raise UsageError(f"--top-p: {self.top_p} is outside (0, 1]")
+        for name in ("frequency_penalty", "presence_penalty"):
+            value = getattr(self, name)
+            if value is not None and not -2 <= value <= 2:
+                raise UsageError(f"{name}: {value} is outside [-2, 2]")
+            if value is not None and self.protocol == "responses":
+                raise UsageError(f"{name}: the responses protocol has no {name}; drop it or change the protocol")
         if self.max_tokens is not None and self.max_tokens < 1:
             raise UsageError(f"--max-tokens: must be at least 1, got {self.max_tokens}")
         if self.max_retries < 0:
@@ -76,6 +84,8 @@ class ModelConfig:
             "max_tokens": self.max_tokens,
             "seed": self.seed,
             "stop": list(self.stop) if self.stop else None,
+            "frequency_penalty": self.frequency_penalty,
+            "presence_penalty": self.presence_penalty,
         }
 
 

@@ -75,5 +75,5 @@ class SimpleSolver:
         reason = (str(last) or type(last).__name__).splitlines()[0] if last else "unknown error"
         raise RunFailed(
             f"cannot reach the model at {redact_url(self.model.endpoint)}: {reason} (4 attempts); "
-            "check --model-url and that the server is running"
+            "check the model URL and that the server is running"
         )

@@ -11,6 +11,7 @@ cached per prompt hash.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -33,7 +34,10 @@ class Task:
     ``key`` (``"<benchmark>:<task_id>"``) identifies the problem by content, so the
     skill profile follows a problem even if the data file is reordered.
     ``verify`` is the benchmark's scorer, which the responder uses to make sure
-    its wrong replies really score as wrong.
+    its wrong replies really score as wrong; ``scorer`` is its name, which decides
+    the form of the replies (a letter, a short answer, a worked solution).
+    ``distractors`` are other problems' answers that score 0 here: the short-answer
+    replies' plausible wrong answers.
     """
 
     benchmark: str
@@ -44,6 +48,14 @@ class Task:
     answer: str
     solution: str | None
     verify: Callable[[str, str], VerifyResult] | None = field(default=None, repr=False, compare=False)
+    scorer: str = ""
+    distractors: tuple[str, ...] = ()
+
+
+SHORT_ANSWER_SCORERS = frozenset({"exact", "normalized", "f1"})
+"""Scorers whose benchmarks the mock answers with a bare short answer."""
+
+N_DISTRACTORS = 3
 
 
 def load_tasks(benchmarks: Sequence[str] | None = None) -> list[Task]:
@@ -61,9 +73,11 @@ def load_tasks(benchmarks: Sequence[str] | None = None) -> list[Task]:
                 raise
             print(f"nel mock model: warning: skipping benchmark {name!r}: {exc}", file=sys.stderr)
             continue
+        scorer = str(env.describe().get("scorer", ""))
+        found: list[Task] = []
         for i, entry in enumerate(env.answer_key()):
             seed = env.seed(i)
-            tasks.append(
+            found.append(
                 Task(
                     benchmark=env.name,
                     key=f"{env.name}:{seed.task_id}",
@@ -73,9 +87,42 @@ def load_tasks(benchmarks: Sequence[str] | None = None) -> list[Task]:
                     answer=entry.answer,
                     solution=entry.solution,
                     verify=env.verify,
+                    scorer=scorer,
                 )
             )
+        tasks += with_distractors(found) if scorer in SHORT_ANSWER_SCORERS else found
     return tasks
+
+
+def _shape(answer: str) -> tuple[int, bool]:
+    """What an answer looks like (word count, at most two characters), so a wrong answer can look alike."""
+    return len(answer.split()), len(answer) <= 2
+
+
+def with_distractors(tasks: Sequence[Task]) -> list[Task]:
+    """``tasks`` with up to ``N_DISTRACTORS`` other tasks' answers each, alike in shape and scoring 0.
+
+    Candidates are taken at fixed strides through the tasks of the same shape, so the choice is
+    deterministic and independent of any hash seed.
+    """
+    by_shape: dict[tuple[int, bool], list[str]] = {}
+    for task in tasks:
+        by_shape.setdefault(_shape(task.answer), []).append(task.answer)
+    out: list[Task] = []
+    for position, task in enumerate(tasks):
+        pool = by_shape[_shape(task.answer)] if len(by_shape[_shape(task.answer)]) > 1 else [t.answer for t in tasks]
+        picked: list[str] = []
+        for step in range(1, len(pool)):
+            candidate = pool[(position * 7 + step * 13) % len(pool)]
+            if candidate in picked or candidate == task.answer:
+                continue
+            if task.verify is not None and task.verify(candidate, task.answer).reward != 0.0:
+                continue
+            picked.append(candidate)
+            if len(picked) == N_DISTRACTORS:
+                break
+        out.append(dataclasses.replace(task, distractors=tuple(picked)))
+    return out
 
 
 class AnswerIndex:

@@ -1,6 +1,11 @@
 """What the mock model says: a worked solution with a final answer, or a plausible way to be wrong.
 
-A correct attempt is the task's worked solution (calculator annotations such as
+The form of a reply follows the benchmark's scorer (``Task.scorer``): multiple-choice
+benchmarks get a line of reasoning and "The answer is (C)." (a different letter when
+wrong); short-answer benchmarks (exact, normalized, f1) get the bare answer (another
+problem's answer when wrong); everything else gets the numeric form below.
+
+A correct numeric attempt is the task's worked solution (calculator annotations such as
 ``<<16-3-4=9>>`` stripped) followed by a final line in one of
 ``FINAL_FORMATS``. A wrong attempt is, by hash, a wrong number after the same
 kind of marker (never equal to the answer), reasoning cut off without a final
@@ -16,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
-from workbench.model.mock.answers import Task
+from workbench.model.mock.answers import SHORT_ANSWER_SCORERS, Task
 from workbench.model.mock.skill import SkillProfile
 
 FINAL_FORMATS: tuple[str, ...] = ("The answer is: {}", "#### {}", "\\boxed{{{}}}", "Answer: {}")
@@ -30,6 +35,11 @@ CHARS_PER_TOKEN = 4
 # Shares of wrong attempts, in permille: refusal, then empty, then cut-off reasoning; the rest
 # give a wrong number after a final-answer marker.
 _REFUSAL_UNTIL, _EMPTY_UNTIL, _CUT_OFF_UNTIL = 30, 50, 300
+
+MC_REASONING = "Let's check each option against the question."
+MC_FINAL = "The answer is ({})."
+SHORT_FORMATS: tuple[str, ...] = ("{}", "{}.", "**{}**")
+"""Short answers as a model might write them; the exact scorer only ever gets the first."""
 
 _ANNOTATION = re.compile(r"<<[^<>]*>>")
 _OPENER = "Let's work through this step by step.\n"
@@ -162,6 +172,10 @@ class Responder:
             texts = self._texts[task.key] = _TaskTexts(task)
         verdict = self.skill.attempt(task.key, request_seed, attempt)
         choice = verdict.choice
+        if task.scorer == "multiple_choice":
+            return _multiple_choice(task, verdict.correct, choice)
+        if task.scorer in SHORT_ANSWER_SCORERS:
+            return _short_answer(task, verdict.correct, choice)
         fmt = choice % len(FINAL_FORMATS)
         if verdict.correct:
             text = texts.correct[fmt]
@@ -178,3 +192,40 @@ class Responder:
         if wrong is None:
             return Completion(texts.truncated, "length")
         return Completion(f"{texts.truncated}\n{FINAL_FORMATS[fmt].format(wrong)}")
+
+
+def _wrong_mode(choice: int) -> str | None:
+    """For a wrong attempt: "refusal", "empty", "cut_off" or ``None`` (a wrong answer)."""
+    mode = (choice >> 8) % 1000
+    if mode < _REFUSAL_UNTIL:
+        return "refusal"
+    if mode < _EMPTY_UNTIL:
+        return "empty"
+    return "cut_off" if mode < _CUT_OFF_UNTIL else None
+
+
+def _multiple_choice(task: Task, correct: bool, choice: int) -> Completion:
+    if correct:
+        return Completion(f"{MC_REASONING}\n{MC_FINAL.format(task.answer)}")
+    mode = _wrong_mode(choice)
+    if mode == "refusal":
+        return Completion(REFUSAL)
+    if mode == "empty":
+        return Completion("")
+    wrong = wrong_answer(task.answer, choice) if mode is None else None
+    if wrong is None:
+        return Completion(MC_REASONING, "length")
+    return Completion(f"{MC_REASONING}\n{MC_FINAL.format(wrong)}")
+
+
+def _short_answer(task: Task, correct: bool, choice: int) -> Completion:
+    formats = SHORT_FORMATS if task.scorer != "exact" else SHORT_FORMATS[:1]
+    fmt = formats[choice % len(formats)]
+    if correct:
+        return Completion(fmt.format(task.answer))
+    mode = _wrong_mode(choice)
+    if mode == "refusal":
+        return Completion(REFUSAL)
+    if mode == "empty" or not task.distractors:
+        return Completion("")
+    return Completion(fmt.format(task.distractors[(choice >> 16) % len(task.distractors)]))

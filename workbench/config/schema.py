@@ -1,0 +1,231 @@
+"""The evaluation config (NeMo Evaluator's schema) as typed objects, validated strictly.
+
+Everything is checked before anything runs: unknown keys, wrong types, values out
+of range, a solver pointing at a missing service, an unknown benchmark, and every
+option this version does not implement. Each error names the file, the line and
+the dot-path of the offending key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from workbench.config.loader import Located
+from workbench.errors import UsageError
+
+NOT_YET = {
+    "sandboxes": "sandboxed execution is not supported yet",
+    "scoring": "extra scoring metrics are not supported yet; the benchmark's own scorer is used",
+}
+SOLVER_TYPES = ("simple",)
+PROTOCOLS = ("chat_completions", "completions", "responses")
+
+
+@dataclass(frozen=True, slots=True)
+class Generation:
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = None
+    seed: int | None = None
+    stop: tuple[str, ...] | None = None
+    frequency_penalty: float | None = None
+    presence_penalty: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Service:
+    name: str
+    url: str
+    model: str
+    protocol: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    generation: Generation = Generation()
+
+
+@dataclass(frozen=True, slots=True)
+class Benchmark:
+    name: str
+    service: str
+    path: str  # dot-path in the config, for messages
+    repeats: int | None = None
+    max_problems: int | None = None
+    max_concurrent: int = 64
+    timeout: float = 120.0
+    system_prompt: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EvalConfig:
+    file: Path
+    services: dict[str, Service]
+    benchmarks: tuple[Benchmark, ...]
+    output_dir: Path
+    store: Path | None = None
+
+
+class _Checker:
+    """Typed reads from the located tree; every failure names file:line: path."""
+
+    def __init__(self, located: Located) -> None:
+        self.located = located
+
+    def fail(self, path: str, message: str) -> UsageError:
+        return self.located.error(path, message)
+
+    def mapping(self, value: Any, path: str, allowed: tuple[str, ...]) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(path, f"expected a mapping, got {_kind(value)}")
+        for key in value:
+            child = f"{path}.{key}" if path else key
+            if key in NOT_YET:
+                raise self.fail(child, NOT_YET[key])
+            if key not in allowed:
+                raise self.fail(child, f"unknown key; expected one of: {', '.join(allowed)}")
+        return value
+
+    def get(self, table: dict[str, Any], key: str, path: str, check: Callable[[Any, str], Any],
+            default: Any = None, required: bool = False) -> Any:
+        child = f"{path}.{key}" if path else key
+        if key not in table or table[key] is None:
+            if required:
+                raise self.fail(path or key, f"missing required key {key!r}")
+            return default
+        return check(table[key], child)
+
+    def string(self, value: Any, path: str) -> str:
+        if not isinstance(value, str) or not value:
+            raise self.fail(path, f"expected a non-empty string, got {_kind(value)}")
+        return value
+
+    def integer(self, minimum: int) -> Callable[[Any, str], int]:
+        def check(value: Any, path: str) -> int:
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise self.fail(path, f"expected a whole number, got {_kind(value)}")
+            if value < minimum:
+                raise self.fail(path, f"must be at least {minimum}, got {value}")
+            return value
+
+        return check
+
+    def number(self, low: float, high: float, *, open_low: bool = False) -> Callable[[Any, str], float]:
+        def check(value: Any, path: str) -> float:
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise self.fail(path, f"expected a number, got {_kind(value)}")
+            if value > high or value < low or (open_low and value == low):
+                bound = f"({low}, {high}]" if open_low else f"[{low}, {high}]"
+                raise self.fail(path, f"{value} is outside {bound}")
+            return float(value)
+
+        return check
+
+    def choice(self, options: tuple[str, ...]) -> Callable[[Any, str], str]:
+        def check(value: Any, path: str) -> str:
+            if value not in options:
+                raise self.fail(path, f"expected one of {', '.join(options)}, got {value!r}")
+            return str(value)
+
+        return check
+
+    def strings(self, value: Any, path: str) -> tuple[str, ...]:
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, list) or not all(isinstance(s, str) and s for s in items):
+            raise self.fail(path, f"expected a string or a list of strings, got {_kind(value)}")
+        return tuple(items)
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "nothing"
+    return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean"}.get(
+        type(value), f"a {type(value).__name__}"
+    )
+
+
+def _generation(c: _Checker, value: Any, path: str) -> Generation:
+    g = c.mapping(value, path, ("temperature", "top_p", "max_tokens", "seed", "stop", "frequency_penalty",
+                                "presence_penalty"))
+    return Generation(
+        temperature=c.get(g, "temperature", path, c.number(0.0, 2.0)),
+        top_p=c.get(g, "top_p", path, c.number(0.0, 1.0, open_low=True)),
+        max_tokens=c.get(g, "max_tokens", path, c.integer(1)),
+        seed=c.get(g, "seed", path, c.integer(-(2**63))),
+        stop=c.get(g, "stop", path, c.strings),
+        frequency_penalty=c.get(g, "frequency_penalty", path, c.number(-2.0, 2.0)),
+        presence_penalty=c.get(g, "presence_penalty", path, c.number(-2.0, 2.0)),
+    )
+
+
+def _service(c: _Checker, name: str, value: Any, path: str) -> Service:
+    s = c.mapping(value, path, ("type", "url", "protocol", "model", "api_key", "generation"))
+    c.get(s, "type", path, c.choice(("api",)), default="api")
+    protocol = c.get(s, "protocol", path, c.choice(PROTOCOLS))
+    if protocol == "responses" and isinstance(s.get("generation"), dict) and s["generation"].get("stop"):
+        raise c.fail(f"{path}.generation.stop", "the responses protocol has no stop sequences")
+    return Service(
+        name=name,
+        url=c.get(s, "url", path, c.string, required=True),
+        model=c.get(s, "model", path, c.string, required=True),
+        protocol=protocol,
+        api_key=c.get(s, "api_key", path, c.string),
+        generation=c.get(s, "generation", path, lambda v, p: _generation(c, v, p), default=Generation()),
+    )
+
+
+def _benchmark(c: _Checker, value: Any, path: str, services: dict[str, Service],
+               known: Callable[[str], bool]) -> Benchmark:
+    b = c.mapping(value, path, ("name", "solver", "max_problems", "repeats", "max_concurrent", "timeout",
+                                "system_prompt"))
+    name = c.get(b, "name", path, c.string, required=True)
+    if not known(name):
+        raise c.fail(f"{path}.name", f"unknown benchmark {name!r} (see `nel list`)")
+    solver = c.get(b, "solver", path, lambda v, p: c.mapping(v, p, ("type", "service")), default={})
+    c.get(solver, "type", f"{path}.solver", c.choice(SOLVER_TYPES), default="simple")
+    service = c.get(solver, "service", f"{path}.solver", c.string)
+    if service is None:
+        if len(services) != 1:
+            raise c.fail(f"{path}.solver", "name the service to evaluate (solver.service): "
+                                           f"the config defines {len(services)}")
+        service = next(iter(services))
+    elif service not in services:
+        raise c.fail(f"{path}.solver.service", f"no service named {service!r}; services: {', '.join(services)}")
+    return Benchmark(
+        name=name,
+        service=service,
+        path=path,
+        repeats=c.get(b, "repeats", path, c.integer(1)),
+        max_problems=c.get(b, "max_problems", path, c.integer(1)),
+        max_concurrent=c.get(b, "max_concurrent", path, c.integer(1), default=64),
+        timeout=c.get(b, "timeout", path, c.number(0.0, 86400.0, open_low=True), default=120.0),
+        system_prompt=c.get(b, "system_prompt", path, c.string),
+    )
+
+
+def build_config(located: Located, known_benchmark: Callable[[str], bool]) -> EvalConfig:
+    """Validate the located tree into an ``EvalConfig``."""
+    c = _Checker(located)
+    top = c.mapping(located.tree, "", ("services", "benchmarks", "output"))
+    raw_services = c.get(top, "services", "", lambda v, p: c.mapping(v, p, tuple(v) if isinstance(v, dict) else ()),
+                         required=True)
+    if not raw_services:
+        raise c.fail("services", "define at least one service")
+    services = {name: _service(c, name, value, f"services.{name}") for name, value in raw_services.items()}
+    raw_benchmarks = c.get(top, "benchmarks", "", lambda v, p: v, required=True)
+    if not isinstance(raw_benchmarks, list) or not raw_benchmarks:
+        raise c.fail("benchmarks", "expected a non-empty list of benchmarks")
+    benchmarks = tuple(
+        _benchmark(c, value, f"benchmarks.{i}", services, known_benchmark) for i, value in enumerate(raw_benchmarks)
+    )
+    output = c.get(top, "output", "", lambda v, p: c.mapping(v, p, ("dir", "store")), default={})
+    out_dir = c.get(output, "dir", "output", c.string, default="nel-results")
+    store = c.get(output, "store", "output", c.string)
+    # Relative paths are relative to where `nel` runs, as for the command-line flags.
+    return EvalConfig(
+        file=located.file,
+        services=services,
+        benchmarks=benchmarks,
+        output_dir=Path(out_dir),
+        store=None if store is None else Path(store),
+    )
