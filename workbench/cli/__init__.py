@@ -44,6 +44,11 @@ def _range(text: str) -> tuple[int, int]:
     return start, end
 
 
+def _benchmark_file_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--benchmark-file", action="append", metavar="FILE.py",
+                   help="load @benchmark definitions from a Python file (repeatable)")
+
+
 def _store_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--store",
@@ -62,7 +67,8 @@ def _add_eval_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("config", nargs="?", help="YAML config file (instead of -b/--model-url/--model-id)")
     p.add_argument("-O", "--override", action="append", metavar="DOT.PATH=VALUE",
                    help="override a config value, e.g. -O benchmarks.0.repeats=8 (repeatable)")
-    p.add_argument("-b", "--bench", metavar="NAME", help="benchmark name (see `nel list`)")
+    p.add_argument("-b", "--bench", metavar="NAME", help="benchmark name (see `nel list`) or a BYOB .py file")
+    _benchmark_file_arg(p)
     p.add_argument("--repeats", type=_positive_int, help="attempts per problem (default: the benchmark's)")
     p.add_argument("--max-problems", type=_positive_int, metavar="N", help="evaluate only the first N problems")
     p.add_argument("--problem-range", type=_range, metavar="START:END", help="evaluate problems START..END-1")
@@ -141,10 +147,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     ls = sub.add_parser("list", help="list benchmarks")
     ls.add_argument("--json", action="store_true", help="machine-readable output")
+    ls.add_argument("--search", metavar="TEXT", help="only benchmarks whose name, description or domain contain TEXT")
+    _benchmark_file_arg(ls)
     ls.set_defaults(func=_handler("misc", "cmd_list"))
 
     val = sub.add_parser("validate", help="seed a benchmark and check its answer key scores 1.0")
-    val.add_argument("-b", "--bench", required=True, metavar="NAME")
+    val.add_argument("-b", "--bench", required=True, metavar="NAME", help="benchmark name or a BYOB .py file")
+    _benchmark_file_arg(val)
     val.add_argument("--samples", type=_positive_int, default=5, help="problems to show (default 5)")
     val.set_defaults(func=_handler("misc", "cmd_validate"))
     return parser

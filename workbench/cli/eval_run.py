@@ -172,7 +172,7 @@ _FLAG_ONLY = {
     "system_prompt": "--system-prompt", "temperature": "--temperature", "top_p": "--top-p",
     "max_tokens": "--max-tokens", "seed": "--seed", "stop": "--stop", "store": "--store", "run_id": "--run-id",
     "request_timeout": "--request-timeout", "max_retries": "--max-retries", "max_concurrent": "--max-concurrent",
-    "output_dir": "--output-dir",
+    "output_dir": "--output-dir", "benchmark_file": "--benchmark-file",
 }
 
 
@@ -191,8 +191,10 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
                                       ("model_id", "--model-id")) if not getattr(args, dest)]
     if missing:
         raise UsageError(f"the following arguments are required: {', '.join(missing)} (or give a config file)")
+    from workbench.cli.misc import resolve_bench
+
     return execute_run(
-        bench=args.bench,
+        bench=resolve_bench(args.bench, args.benchmark_file),
         model=model_config(args),
         store=store_path(args),
         output_dir=Path(args.output_dir or DEFAULT_OUTPUT_DIR),

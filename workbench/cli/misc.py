@@ -55,12 +55,35 @@ def cmd_sql(args: argparse.Namespace) -> int:
     return 0
 
 
+def resolve_bench(bench: str, files: list[str] | None) -> str:
+    """Load ``--benchmark-file`` files; a ``-b`` naming a .py file names the benchmark it defines."""
+    from workbench.environments.byob import load_benchmark_file
+
+    for path in files or ():
+        load_benchmark_file(path)
+    if not bench.endswith(".py"):
+        return bench
+    names = load_benchmark_file(bench)
+    if len(names) > 1:
+        raise UsageError(f"{bench} defines {len(names)} benchmarks ({', '.join(names)}); "
+                         f"use --benchmark-file {bench} -b NAME")
+    return names[0]
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     from workbench.environments import benchmark_names, get_environment
 
+    resolve_bench("", args.benchmark_file)
     infos = [get_environment(name).describe() for name in benchmark_names()]
+    if args.search:
+        needle = args.search.lower()
+        fields = ("name", "description", "domain")
+        infos = [i for i in infos if any(needle in str(i.get(k, "")).lower() for k in fields)]
     if args.json:
         sys.stdout.write(orjson.dumps(infos, option=orjson.OPT_INDENT_2).decode() + "\n")
+        return 0
+    if not infos:
+        print(f"no benchmark matches {args.search!r}")
         return 0
     width = max(len(i["name"]) for i in infos)
     scorer_width = max(len(str(i.get("scorer", ""))) for i in infos)
@@ -74,7 +97,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_validate(args: argparse.Namespace) -> int:
     from workbench.environments import get_environment
 
-    env = get_environment(args.bench)
+    env = get_environment(resolve_bench(args.bench, args.benchmark_file))
     n = min(args.samples, len(env))
     step = max(1, len(env) // n)
     failures = 0

@@ -7,7 +7,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from workbench.config.loader import Located, apply_overrides, load_config_tree
-from workbench.config.schema import Benchmark, EvalConfig, Generation, Service, build_config
+from workbench.config.schema import Benchmark, EvalConfig, Generation, Service, benchmark_files, build_config
 from workbench.errors import UsageError
 from workbench.model.config import ModelConfig, infer_protocol
 
@@ -15,9 +15,15 @@ from workbench.model.config import ModelConfig, infer_protocol
 def load_config(path: Path, overrides: Sequence[str] = ()) -> tuple[EvalConfig, Located]:
     """Read, override (``-O``) and validate a config; every error names file, line and dot-path."""
     from workbench.environments import benchmark_names
+    from workbench.environments.byob import load_benchmark_file
 
     located = load_config_tree(path)
     apply_overrides(located, overrides)
+    for where, file in benchmark_files(located):
+        try:
+            load_benchmark_file(file)
+        except UsageError as exc:
+            raise located.error(where, str(exc)) from None
     known = set(benchmark_names())
     config = build_config(located, known.__contains__)
     for bench in config.benchmarks:  # the model side's own checks, located

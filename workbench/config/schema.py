@@ -203,10 +203,20 @@ def _benchmark(c: _Checker, value: Any, path: str, services: dict[str, Service],
     )
 
 
+def benchmark_files(located: Located) -> list[tuple[str, Path]]:
+    """``benchmark_files:`` entries (dot-path, path relative to the config file), checked for type."""
+    c = _Checker(located)
+    raw = located.tree.get("benchmark_files") if isinstance(located.tree, dict) else None
+    if raw is None:
+        return []
+    files = c.strings(raw, "benchmark_files")
+    return [(f"benchmark_files.{i}", located.file.parent / f) for i, f in enumerate(files)]
+
+
 def build_config(located: Located, known_benchmark: Callable[[str], bool]) -> EvalConfig:
     """Validate the located tree into an ``EvalConfig``."""
     c = _Checker(located)
-    top = c.mapping(located.tree, "", ("services", "benchmarks", "output"))
+    top = c.mapping(located.tree, "", ("services", "benchmarks", "output", "benchmark_files"))
     raw_services = c.get(top, "services", "", lambda v, p: c.mapping(v, p, tuple(v) if isinstance(v, dict) else ()),
                          required=True)
     if not raw_services:

@@ -1,0 +1,276 @@
+"""Bring your own benchmark: a dataset, a prompt and a scorer in a few lines of Python.
+
+```python
+from workbench.environments.byob import ScorerInput, benchmark, scorer
+
+@benchmark(name="my-qa", dataset="rows.jsonl", prompt="Q: {question}\\nA:", target_field="answer")
+@scorer
+def check(sample: ScorerInput) -> dict:
+    return {"correct": sample.target.lower() in sample.response.lower()}
+```
+
+``nel eval run --bench ./my_bench.py …`` (or ``--benchmark-file my_bench.py -b my-qa``, or a
+config's ``benchmark_files:``) imports the file; ``@benchmark`` registers an environment
+that the engine, ``nel list`` and ``nel validate`` use like a built-in one. Names follow
+NeMo Evaluator's BYOB decorators.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import importlib.util
+import inspect
+import sys
+import traceback
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from workbench.environments.base import EvalEnvironment, SeedResult, VerifyResult
+from workbench.environments.dataset import task_id_of
+from workbench.environments.registry import register
+from workbench.errors import UsageError
+
+ScorerResult = Mapping[str, bool | float | int] | bool | float | int
+
+
+@dataclass(frozen=True, slots=True)
+class ScorerInput:
+    """What a scorer sees: the response, the row's target and the whole row."""
+
+    response: str
+    target: Any
+    metadata: dict[str, Any]
+    config: dict[str, Any] = field(default_factory=dict)
+
+
+ScorerFn = Callable[[ScorerInput], ScorerResult]
+
+
+def scorer(fn: ScorerFn) -> ScorerFn:
+    """Mark ``fn(sample: ScorerInput)`` as a scorer, checking its signature now rather than mid-run."""
+    params = [p for p in inspect.signature(fn).parameters.values()
+              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
+    if len(params) != 1:
+        raise TypeError(f"@scorer {fn.__name__}: takes exactly one argument (a ScorerInput), not {len(params)}")
+    fn._nel_scorer = True  # type: ignore[attr-defined]
+    return fn
+
+
+def _reward(result: ScorerResult, name: str) -> tuple[float, dict[str, float]]:
+    """The primary reward and every metric: ``correct``, else ``score``, else the only value."""
+    if isinstance(result, bool | int | float):
+        return float(result), {"score": float(result)}
+    if not isinstance(result, Mapping) or not result:
+        raise TypeError(f"scorer {name} must return a dict of bool/float metrics or a number, got {result!r}")
+    metrics = {}
+    for key, value in result.items():
+        if not isinstance(value, bool | int | float):
+            raise TypeError(f"scorer {name}: metric {key!r} is {type(value).__name__}, expected bool or float")
+        metrics[str(key)] = float(value)
+    for key in ("correct", "score", "reward"):
+        if key in metrics:
+            return metrics[key], metrics
+    if len(metrics) == 1:
+        return next(iter(metrics.values())), metrics
+    raise TypeError(f"scorer {name}: with several metrics, name the primary one 'correct' or 'score'")
+
+
+class ByobEnvironment(EvalEnvironment):
+    """The environment ``@benchmark`` builds: rows, a prompt template and a user scorer."""
+
+    def __init__(self, spec: BenchmarkSpec) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self._rows, digest = spec.load_rows()
+        self._rendered = [self._render(i, row) for i, row in enumerate(self._rows)]
+        self._task_ids = [task_id_of(row) for row in self._rows]
+        h = hashlib.sha256(digest.encode())
+        for part in (spec.prompt, spec.target_field, spec.system_prompt or "", spec.scorer.__name__):
+            h.update(b"\0" + part.encode())
+        self._data_hash = h.hexdigest()[:16]
+
+    def _render(self, idx: int, row: dict[str, Any]) -> str:
+        fields = {**row, **{new: row[old] for old, new in self.spec.field_mapping.items() if old in row}}
+        try:
+            return self.spec.prompt.format_map(fields)
+        except KeyError as exc:
+            missing = exc.args[0]
+            raise UsageError(f"{self.spec.where(idx)}: the prompt uses {{{missing}}}, which the row lacks") from None
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def seed(self, idx: int) -> SeedResult:
+        prompt = self._rendered[idx]
+        messages: tuple[dict[str, Any], ...] = ({"role": "user", "content": prompt},)
+        if self.spec.system_prompt:
+            messages = ({"role": "system", "content": self.spec.system_prompt}, *messages)
+        return SeedResult(
+            prompt=prompt,
+            messages=messages,
+            expected_answer=str(self._rows[idx][self.spec.target_field]),
+            task_id=self._task_ids[idx],
+            metadata={"idx": idx},
+        )
+
+    def verify(self, response: str, expected: str, **metadata: Any) -> VerifyResult:
+        row = self._rows[int(metadata["idx"])] if "idx" in metadata else {}
+        target = row.get(self.spec.target_field, expected)
+        sample = ScorerInput(response=response, target=target, metadata=row, config=dict(self.spec.extra))
+        if not response.strip():
+            return VerifyResult(0.0, None, {"method": f"byob:{self.spec.scorer.__name__}", "reason": "empty response"})
+        method = f"byob:{self.spec.scorer.__name__}"
+        try:
+            reward, metrics = _reward(self.spec.scorer(sample), self.spec.scorer.__name__)
+        except Exception as exc:  # the user's scorer failed on this response: record it on the step
+            return VerifyResult(0.0, None, {"method": method, "error": f"{type(exc).__name__}: {exc}"})
+        return VerifyResult(reward, None, {"method": method, "metrics": metrics})
+
+    @property
+    def data_hash(self) -> str:
+        return self._data_hash
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": (inspect.getdoc(self.spec.scorer) or "").split("\n")[0],
+            "domain": "custom",
+            "size": len(self),
+            "default_repeats": 1,
+            "scorer": self.spec.scorer.__name__,
+            "source": str(self.spec.source),
+            "license": "",
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class BenchmarkSpec:
+    name: str
+    dataset: str | Path | Callable[[], Iterable[Mapping[str, Any]]]
+    prompt: str
+    target_field: str
+    scorer: ScorerFn
+    source: Path
+    field_mapping: dict[str, str] = field(default_factory=dict)
+    system_prompt: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def where(self, idx: int) -> str:
+        return f"{self.dataset_path or self.source}: row {idx + 1}"
+
+    @property
+    def dataset_path(self) -> Path | None:
+        if callable(self.dataset):
+            return None
+        path = Path(self.dataset)
+        return path if path.is_absolute() else self.source.parent / path
+
+    def load_rows(self) -> tuple[list[dict[str, Any]], str]:
+        """Rows and a hash of their content; every row must carry the target field."""
+        if callable(self.dataset):
+            rows = [dict(row) for row in self.dataset()]
+            digest = hashlib.sha256(orjson.dumps(rows, option=orjson.OPT_SORT_KEYS, default=str)).hexdigest()
+            places = [f"{self.source}: {self.dataset.__name__}() row {i + 1}" for i in range(len(rows))]
+        else:
+            rows, digest, places = self._read_file()
+        if not rows:
+            raise UsageError(f"{self.dataset_path or self.source}: benchmark {self.name!r} has no rows")
+        for row, place in zip(rows, places, strict=True):
+            if self.target_field not in row:
+                raise UsageError(f"{place}: row has no field {self.target_field!r} (target_field)")
+        return rows, digest
+
+    def _read_file(self) -> tuple[list[dict[str, Any]], str, list[str]]:
+        path = self.dataset_path
+        assert path is not None
+        if str(self.dataset).startswith(("hf://", "http://", "https://")):
+            raise UsageError(f"{self.source}: dataset {self.dataset!r}: only local .jsonl and .csv files are supported")
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise UsageError(f"{path}: cannot read dataset: {exc.strerror}") from None
+        digest = hashlib.sha256(data).hexdigest()
+        if path.suffix == ".csv":
+            reader = csv.DictReader(data.decode("utf-8-sig").splitlines())
+            rows = [dict(r) for r in reader]
+            return rows, digest, [f"{path}:{i + 2}" for i in range(len(rows))]
+        if path.suffix not in (".jsonl", ".json"):
+            raise UsageError(f"{path}: datasets must be .jsonl or .csv files")
+        rows, places = [], []
+        for lineno, line in enumerate(data.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                row = orjson.loads(line)
+            except orjson.JSONDecodeError as exc:
+                raise UsageError(f"{path}:{lineno}: invalid JSON: {exc}") from None
+            if not isinstance(row, dict):
+                raise UsageError(f"{path}:{lineno}: each line must be a JSON object")
+            rows.append(row)
+            places.append(f"{path}:{lineno}")
+        return rows, digest, places
+
+
+def benchmark(
+    *,
+    name: str,
+    dataset: str | Path | Callable[[], Iterable[Mapping[str, Any]]],
+    prompt: str,
+    target_field: str = "target",
+    field_mapping: Mapping[str, str] | None = None,
+    system_prompt: str | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> Callable[[ScorerFn], ScorerFn]:
+    """Register a benchmark scored by the decorated ``@scorer`` function."""
+
+    def decorate(fn: ScorerFn) -> ScorerFn:
+        if not getattr(fn, "_nel_scorer", False):
+            raise TypeError(f"@benchmark {name}: decorate a @scorer function (put @scorer below @benchmark)")
+        source = Path(inspect.getsourcefile(fn) or ".").resolve()
+        spec = BenchmarkSpec(name=name, dataset=dataset, prompt=prompt, target_field=target_field, scorer=fn,
+                             source=source, field_mapping=dict(field_mapping or {}), system_prompt=system_prompt,
+                             extra=dict(extra or {}))
+        register(name)(lambda: ByobEnvironment(spec))
+        _LOADED.setdefault(source, []).append(name)
+        return fn
+
+    return decorate
+
+
+_LOADED: dict[Path, list[str]] = {}
+
+
+def load_benchmark_file(path: str | Path) -> list[str]:
+    """Import a user's benchmark file; return the benchmark names it registered.
+
+    A file that raises on import is reported with the user's own traceback (frames of
+    their file only), not ours.
+    """
+    path = Path(path).resolve()
+    if path in _LOADED:
+        return list(_LOADED[path])
+    if not path.is_file():
+        raise UsageError(f"{path}: no such benchmark file")
+    module_name = f"nel_user_benchmark_{hashlib.sha1(str(path).encode()).hexdigest()[:10]}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise UsageError(f"{path}: not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    _LOADED[path] = []
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        del _LOADED[path]
+        sys.modules.pop(module_name, None)
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename).resolve() == path]
+        text = "".join(traceback.format_list(frames)) + "".join(traceback.format_exception_only(exc))
+        raise UsageError(f"{path} raised while loading:\nTraceback (most recent call last):\n{text.rstrip()}") from None
+    if not _LOADED[path]:
+        raise UsageError(f"{path}: defines no @benchmark")
+    return list(_LOADED[path])
