@@ -31,7 +31,7 @@ from typing import Any
 import orjson
 
 from workbench.environments.base import EvalEnvironment, SeedResult, VerifyResult
-from workbench.environments.dataset import task_id_of
+from workbench.environments.dataset import read_jsonl_rows, task_id_of
 from workbench.environments.registry import register
 from workbench.errors import UsageError
 
@@ -201,19 +201,8 @@ class BenchmarkSpec:
             return rows, digest, [f"{path}:{i + 2}" for i in range(len(rows))]
         if path.suffix not in (".jsonl", ".json"):
             raise UsageError(f"{path}: datasets must be .jsonl or .csv files")
-        rows, places = [], []
-        for lineno, line in enumerate(data.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                row = orjson.loads(line)
-            except orjson.JSONDecodeError as exc:
-                raise UsageError(f"{path}:{lineno}: invalid JSON: {exc}") from None
-            if not isinstance(row, dict):
-                raise UsageError(f"{path}:{lineno}: each line must be a JSON object")
-            rows.append(row)
-            places.append(f"{path}:{lineno}")
-        return rows, digest, places
+        numbered = read_jsonl_rows(path, data)
+        return [row for _, row in numbered], digest, [f"{path}:{lineno}" for lineno, _ in numbered]
 
 
 def benchmark(

@@ -141,13 +141,9 @@ class DatasetEnvironment(EvalEnvironment):
         }
 
 
-def _load_rows(definition: BenchmarkDefinition) -> tuple[list[dict[str, Any]], str]:
-    path = definition.dataset
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read dataset: {exc.strerror}") from None
-    rows: list[dict[str, Any]] = []
+def read_jsonl_rows(path: Path, data: bytes) -> list[tuple[int, dict[str, Any]]]:
+    """``(line number, row)`` for each non-blank line; a bad line is an error naming file and line."""
+    rows = []
     for lineno, line in enumerate(data.splitlines(), start=1):
         if not line.strip():
             continue
@@ -155,8 +151,21 @@ def _load_rows(definition: BenchmarkDefinition) -> tuple[list[dict[str, Any]], s
             row = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
             raise UsageError(f"{path}:{lineno}: invalid JSON: {exc}") from None
+        if not isinstance(row, dict):
+            raise UsageError(f"{path}:{lineno}: each line must be a JSON object")
+        rows.append((lineno, row))
+    return rows
+
+
+def _load_rows(definition: BenchmarkDefinition) -> tuple[list[dict[str, Any]], str]:
+    path = definition.dataset
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read dataset: {exc.strerror}") from None
+    rows = read_jsonl_rows(path, data)
+    for lineno, row in rows:
         for field in (definition.input_field, definition.target_field):
             if field not in row:
                 raise UsageError(f"{path}:{lineno}: row has no field {field!r}")
-        rows.append(row)
-    return rows, hashlib.sha256(data).hexdigest()
+    return [row for _, row in rows], hashlib.sha256(data).hexdigest()
