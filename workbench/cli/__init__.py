@@ -120,6 +120,11 @@ def build_parser() -> argparse.ArgumentParser:
     ev_sub = ev.add_subparsers(dest="eval_command", metavar="SUBCOMMAND", required=True)
     _add_eval_run(ev_sub)
     _add_eval_merge(ev_sub)
+    rv = ev_sub.add_parser("reverify", help="score a stored run's responses again (no model calls) into a new run")
+    rv.add_argument("run_id", metavar="RUN", help="the run whose responses to re-score")
+    rv.add_argument("--scorer", help="score with this scorer instead of the benchmark's own (see workbench.scoring)")
+    _store_arg(rv)
+    rv.set_defaults(func=_handler("eval_run", "cmd_eval_reverify"))
 
     demo = sub.add_parser("demo", help="run GSM8K against the built-in mock model end to end")
     demo.add_argument("--problems", type=_positive_int, default=200)

@@ -226,3 +226,21 @@ def cmd_eval_merge(args: argparse.Namespace) -> int:
             print(f"    pass@1 {est.value:.4f}  95% CI [{est.low:.4f}, {est.high:.4f}]  "
                   f"({summary.n_steps}/{summary.n_steps_expected} steps)")
     return 1 if report.missing_shards else 0
+
+
+def cmd_eval_reverify(args: argparse.Namespace) -> int:
+    from workbench.engine.reverify import reverify_run
+
+    store = store_path(args)
+    result = reverify_run(store, args.run_id, args.scorer)
+    before = read_summary(store, result.source_run)
+    after = read_summary(store, result.run_id)
+    print(render_summary(after, store=store, title=(
+        f"run {result.run_id}: {result.n_rescored} of {result.n_steps} responses scored again "
+        f"({'scorer ' + args.scorer if args.scorer else 'the benchmark scorer'}), {result.n_changed} rewards changed; "
+        f"from run {result.source_run}"
+    )))
+    b, a = before.pass_at_k.get(1), after.pass_at_k.get(1)
+    if a is not None and b is not None:
+        print(f"  pass@1   {b.value:.4f} -> {a.value:.4f}")
+    return 0

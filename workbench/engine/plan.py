@@ -64,11 +64,8 @@ def _store_exists(store: Path) -> bool:
 
 
 def _first_row(store: Path, query: str, params: list[Any]) -> dict[str, Any] | None:
-    def fetch(cur: Any) -> dict[str, Any] | None:
-        row = cur.fetchone()
-        return None if row is None else dict(zip([d[0] for d in cur.description], row, strict=True))
-
-    return Store(store).query(query, params, fetch)
+    rows = Store(store).dicts(query, params)
+    return rows[0] if rows else None
 
 
 def _run_row(store: Path, run_id: str) -> dict[str, Any] | None:

@@ -170,6 +170,11 @@ class Store:
         """Run ``query`` and return plain tuples (no polars or pyarrow involved)."""
         return self.query(query, params, lambda cur: cur.fetchall())
 
+    def dicts(self, query: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
+        """Run ``query`` and return one dict per row (no polars or pyarrow involved)."""
+        return self.query(query, params, lambda cur: [dict(zip([d[0] for d in cur.description], row, strict=True))
+                                                      for row in cur.fetchall()])
+
     def run_outcomes(self, run_id: str, shard_idx: int | None = None) -> RunOutcomes:
         """What a run's summary is computed from, aggregated in SQL: per-task attempt and pass
         counts, every step's latency, failure counts and token totals."""
