@@ -1,4 +1,4 @@
--- nel workbench store, schema version 1.
+-- nel workbench store, schema version 2 (2 added steps.scores; version 1 stores are migrated on open).
 -- The public contract of the store: every front end (CLI, TUI, notebooks, `duckdb` itself) reads these
 -- tables and the views in views.sql. Steps are append-only; a step is one attempt at one task.
 
@@ -6,7 +6,7 @@ CREATE TABLE IF NOT EXISTS nel_meta (
     key   VARCHAR PRIMARY KEY,
     value VARCHAR NOT NULL
 );
-INSERT OR IGNORE INTO nel_meta VALUES ('schema_version', '1');
+INSERT OR IGNORE INTO nel_meta VALUES ('schema_version', '2');
 
 -- One row per evaluation run. `identity` holds everything that changes answers (model, endpoint,
 -- protocol, sampling parameters, system prompt, benchmark and data hash, repeats, problem range);
@@ -106,5 +106,9 @@ CREATE TABLE IF NOT EXISTS steps (
     request_hash      VARCHAR,          -- SHA-256 of endpoint + request body
     request_seed      BIGINT,
     response_id       VARCHAR,
-    metadata          JSON
+    metadata          JSON,
+    -- Every metric of a benchmark scored with several ({metric: {reward, passed, extracted_answer,
+    -- method, details}}); NULL when only the benchmark's own scorer ran (then reward is that metric).
+    -- The step_scores view gives one row per step and metric either way.
+    scores            JSON
 );

@@ -163,3 +163,54 @@ SELECT
     NULL                                             AS tool_call_id
 FROM steps
 WHERE error IS NULL;
+
+-- Every metric of every step, one row each. A benchmark configured with several metrics
+-- (`scoring:` in a config) stores them all in steps.scores; a step scored only by its benchmark's
+-- own scorer has one metric, `reward`, named after that scorer (runs.config.primary_metric).
+CREATE OR REPLACE VIEW step_scores AS
+SELECT
+    s.run_id, s.task_idx, s.repeat, s.task_id,
+    m.key                                       AS metric,
+    CAST(m.value ->> 'reward' AS DOUBLE)        AS reward,
+    CAST(m.value ->> 'passed' AS BOOLEAN)       AS passed,
+    m.value ->> 'extracted_answer'              AS extracted_answer,
+    m.value ->> 'method'                        AS scoring_method,
+    m.value -> 'details'                        AS scoring_details,
+    s.failure_category
+FROM steps s, json_each(s.scores) m
+WHERE s.scores IS NOT NULL
+UNION ALL
+SELECT
+    s.run_id, s.task_idx, s.repeat, s.task_id,
+    coalesce(r.config ->> 'primary_metric', 'reward') AS metric,
+    s.reward, s.passed, s.extracted_answer, s.scoring_method, s.scoring_details, s.failure_category
+FROM steps s JOIN runs r USING (run_id)
+WHERE s.scores IS NULL;
+
+-- One row per run and metric: mean reward and pass rate over tasks (repeats reduced within each
+-- task first) with the same Student-t 95 % interval as run_metrics' pass@1.
+CREATE OR REPLACE VIEW run_scores AS
+WITH per_task AS (
+    SELECT run_id, metric, task_idx,
+           count(*)                         AS n,
+           avg(reward)                      AS mean_reward,
+           avg(CAST(passed AS DOUBLE))      AS pass_rate
+    FROM step_scores
+    GROUP BY run_id, metric, task_idx
+), per_metric AS (
+    SELECT run_id, metric,
+           count(*)                                             AS n_tasks,
+           sum(n)                                               AS n_steps,
+           avg(mean_reward)                                     AS mean_reward,
+           stddev_samp(mean_reward) / sqrt(count(mean_reward))  AS se,
+           t_quantile_975(count(mean_reward) - 1)               AS t,
+           avg(pass_rate)                                       AS pass_rate
+    FROM per_task
+    GROUP BY run_id, metric
+)
+SELECT
+    run_id, metric, n_tasks, n_steps, mean_reward,
+    mean_reward - coalesce(t * se, 0) AS mean_reward_low,
+    mean_reward + coalesce(t * se, 0) AS mean_reward_high,
+    pass_rate
+FROM per_metric;

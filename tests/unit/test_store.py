@@ -178,6 +178,52 @@ def test_a_store_from_a_newer_schema_is_refused_clearly(tmp_path):
         open_store(store).runs()
 
 
+def _downgrade_to_version_1(store):
+    """What a store written before steps.scores existed looks like."""
+    con = duckdb.connect(str(store))
+    con.execute("DROP VIEW IF EXISTS step_scores CASCADE")
+    con.execute("DROP VIEW IF EXISTS run_scores")
+    con.execute("ALTER TABLE steps DROP COLUMN scores")
+    con.execute("UPDATE nel_meta SET value = '1' WHERE key = 'schema_version'")
+    con.close()
+
+
+def test_a_version_1_store_reads_as_is_and_is_migrated_when_next_written(tmp_path):
+    store = tmp_path / "nel.duckdb"
+    w = writer(store)
+    for idx in range(3):
+        w.append(step(idx, 0))
+    w.finish("complete")
+    ingest(store)
+    _downgrade_to_version_1(store)
+    reader = open_store(store)
+    assert reader.rows("SELECT count(*), count(scores) FROM steps") == [(3, 0)]  # read-only: no migration
+    assert reader.rows("SELECT DISTINCT metric FROM step_scores") == [("reward",)]
+    ingest(store)  # opening for writing migrates
+    con = duckdb.connect(str(store), read_only=True)
+    assert con.execute("SELECT value FROM nel_meta WHERE key = 'schema_version'").fetchone() == ("2",)
+    assert "scores" in {r[0] for r in con.execute("DESCRIBE steps").fetchall()}
+    con.close()
+
+
+def test_per_metric_scores_read_back_one_row_per_step_and_metric(tmp_path):
+    store = tmp_path / "nel.duckdb"
+    w = writer(store)
+    for idx in range(3):
+        row = step(idx, 0, passed=idx > 0)
+        row["scores"] = orjson.dumps({"exact": {"reward": row["reward"], "passed": row["passed"]},
+                                      "f1": {"reward": 0.5, "passed": False, "extracted_answer": "x"}}).decode()
+        w.append(row)
+    w.finish("complete")
+    reader = open_store(store)
+    live = reader.rows("SELECT metric, count(*), sum(reward) FROM step_scores GROUP BY metric ORDER BY metric")
+    ingest(store)
+    stored = open_store(store).rows("SELECT metric, count(*), sum(reward) FROM step_scores GROUP BY metric ORDER BY 1")
+    assert live == stored == [("exact", 3, 2.0), ("f1", 3, 1.5)]
+    means = open_store(store).rows("SELECT metric, mean_reward FROM run_scores ORDER BY metric")
+    assert means == [("exact", pytest.approx(2 / 3)), ("f1", 0.5)]
+
+
 def test_a_missing_store_is_a_clear_error(tmp_path):
     with pytest.raises(UsageError, match="no store here"):
         open_store(tmp_path / "nope.duckdb")

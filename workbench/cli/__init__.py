@@ -123,8 +123,25 @@ def build_parser() -> argparse.ArgumentParser:
     rv = ev_sub.add_parser("reverify", help="score a stored run's responses again (no model calls) into a new run")
     rv.add_argument("run_id", metavar="RUN", help="the run whose responses to re-score")
     rv.add_argument("--scorer", help="score with this scorer instead of the benchmark's own (see workbench.scoring)")
+    rv.add_argument("-O", "--override", action="append", metavar="scoring.PARAM=VALUE",
+                    help="set a scorer parameter, e.g. -O scoring.tolerance=0.01 (repeatable)")
     _store_arg(rv)
     rv.set_defaults(func=_handler("eval_run", "cmd_eval_reverify"))
+
+    ex = ev_sub.add_parser("export", help="write a run's seed-compatible artifacts (eval-ID.json, results.jsonl, ...)")
+    ex.add_argument("run_id", metavar="RUN", help="the run to export")
+    ex.add_argument("-o", "--output", required=True, metavar="DIR", help="directory to write the artifacts into")
+    _store_arg(ex)
+    ex.set_defaults(func=_handler("eval_export", "cmd_eval_export"))
+
+    rp = ev_sub.add_parser("report", help="render a run (or an exported artifacts dir) as a report")
+    rp.add_argument("source", metavar="RUN_OR_DIR", help="a run id in the store, or a directory of exported artifacts")
+    rp.add_argument("-f", "--format", choices=("markdown", "html", "csv", "json", "latex"), default="markdown")
+    rp.add_argument("--all-formats", action="store_true", help="write every format (needs -o DIR)")
+    rp.add_argument("-o", "--output", metavar="PATH", help="file to write (a directory with --all-formats); "
+                    "default: standard output")
+    _store_arg(rp)
+    rp.set_defaults(func=_handler("eval_export", "cmd_eval_report"))
 
     demo = sub.add_parser("demo", help="run GSM8K against the built-in mock model end to end")
     demo.add_argument("--problems", type=_positive_int, default=200)

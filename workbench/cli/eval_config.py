@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from workbench.cli.eval_run import execute_run
-from workbench.config import load_config, model_config
+from workbench.config import load_config, metric_specs, model_config
 from workbench.errors import NelError
 
 
@@ -24,6 +24,7 @@ def cmd_eval_config(args: argparse.Namespace) -> int:
                 repeats=bench.repeats, max_problems=bench.max_problems, problem_range=None,
                 max_concurrent=bench.max_concurrent, resume=args.resume, run_id=None,
                 show_progress=not args.no_progress, resume_key=f"{config.file.resolve()}#{bench.path}",
+                metrics=metric_specs(config, bench),
             )
             if code == 130:  # interrupted: the user wants the suite to stop, not move on
                 return 130

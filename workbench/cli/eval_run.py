@@ -8,7 +8,7 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TypeVar
@@ -20,6 +20,7 @@ from workbench.cli import DEFAULT_OUTPUT_DIR
 from workbench.cli.progress import progress_bar
 from workbench.cli.render import render_summary
 from workbench.engine import RunProgress, RunResult, Shard, run_evaluation, shard_from_env
+from workbench.engine.metrics import MetricSpec, MetricSuite
 from workbench.engine.plan import RunPlan
 from workbench.environments import get_environment
 from workbench.errors import UsageError
@@ -85,6 +86,23 @@ def read_summary(store: Path, run_id: str, shard: Shard | None = None) -> RunSum
     )
 
 
+def metric_lines(store: Path, run_id: str, names: Sequence[str]) -> list[str]:
+    """One line per metric of a run scored with several: mean reward with its 95 % interval."""
+    rows = {r["metric"]: r for r in open_store(store).dicts(
+        "SELECT metric, mean_reward, mean_reward_low, mean_reward_high, n_tasks FROM run_scores WHERE run_id = ?",
+        [run_id],
+    )}
+    lines = []
+    for i, name in enumerate(names):
+        r = rows.get(name)
+        if r is None or r["mean_reward"] is None:
+            continue
+        label = f"{name} (primary)" if i == 0 else name
+        lines.append(f"  metric   {label:<24} {r['mean_reward']:.4f}  95% CI [{r['mean_reward_low']:.4f}, "
+                     f"{r['mean_reward_high']:.4f}]  ({r['n_tasks']} tasks)")
+    return lines
+
+
 def write_summary_json(output_dir: Path, summary: RunSummary, result: RunResult | None, name: str) -> Path:
     folder = output_dir / "runs" / summary.run_id
     folder.mkdir(parents=True, exist_ok=True)
@@ -118,8 +136,10 @@ def execute_run(
     *, bench: str, model: ModelConfig, store: Path, output_dir: Path, repeats: int | None,
     max_problems: int | None, problem_range: tuple[int, int] | None, max_concurrent: int, resume: bool,
     run_id: str | None, show_progress: bool, resume_key: str | None = None,
+    metrics: Sequence[MetricSpec] | None = None,
 ) -> int:
     env = get_environment(bench)
+    suite = None if metrics is None else MetricSuite(env, metrics)
     n_repeats = repeats or int(env.describe().get("default_repeats", 1) or 1)
     shard = shard_from_env()
     solver = SimpleSolver(model)
@@ -142,7 +162,7 @@ def execute_run(
                 problem_range=problem_range, max_concurrent=max_concurrent, shard=shard, run_id=run_id,
                 resume=resume, resume_key=resume_key,
                 config={"request_timeout": model.request_timeout, "max_retries": model.max_retries},
-                on_start=on_start,
+                on_start=on_start, metrics=suite,
             ))
 
     try:
@@ -158,6 +178,9 @@ def execute_run(
         f"({rate:,.0f} steps/s)" + (f", {result.steps_skipped} kept from before" if result.steps_skipped else "")
     )
     print(render_summary(summary, store=store, title=title))
+    if suite is not None and not shard.sharded:
+        for line in metric_lines(store, result.run_id, suite.names):
+            print(line)
     name = f"summary-shard-{shard.idx}.json" if shard.sharded else "summary.json"
     path = write_summary_json(output_dir, summary, result, name)
     print(f"  summary  {path}")
@@ -228,16 +251,33 @@ def cmd_eval_merge(args: argparse.Namespace) -> int:
     return 1 if report.missing_shards else 0
 
 
+def scoring_overrides(overrides: Sequence[str]) -> dict[str, Any]:
+    """``-O scoring.PARAM=VALUE`` items as scorer parameters (values read as YAML scalars: 0.01, true)."""
+    import yaml
+
+    params: dict[str, Any] = {}
+    for item in overrides:
+        key, sep, text = item.partition("=")
+        if not sep or not key.startswith("scoring.") or key.count(".") != 1 or key == "scoring.":
+            raise UsageError(f"-O {item}: expected scoring.PARAM=VALUE, e.g. -O scoring.abs_tol=0.01")
+        try:
+            params[key.split(".", 1)[1]] = yaml.safe_load(text) if text.strip() else text
+        except yaml.YAMLError:
+            raise UsageError(f"-O {item}: cannot read the value {text!r}") from None
+    return params
+
+
 def cmd_eval_reverify(args: argparse.Namespace) -> int:
     from workbench.engine.reverify import reverify_run
 
     store = store_path(args)
-    result = reverify_run(store, args.run_id, args.scorer)
+    result = reverify_run(store, args.run_id, args.scorer, scoring_overrides(args.override or ()))
     before = read_summary(store, result.source_run)
     after = read_summary(store, result.run_id)
     print(render_summary(after, store=store, title=(
         f"run {result.run_id}: {result.n_rescored} of {result.n_steps} responses scored again "
-        f"({'scorer ' + args.scorer if args.scorer else 'the benchmark scorer'}), {result.n_changed} rewards changed; "
+        f"({'scorer ' + args.scorer if args.scorer else 'the benchmark scorer'}"
+        f"{', ' + ', '.join(args.override) if args.override else ''}), {result.n_changed} rewards changed; "
         f"from run {result.source_run}"
     )))
     b, a = before.pass_at_k.get(1), after.pass_at_k.get(1)

@@ -103,13 +103,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
     failures = 0
     for idx in range(0, step * n, step):
         seed = env.seed(idx)
-        verdict = env.verify(seed.expected_answer, seed.expected_answer, **seed.metadata)
-        ok = verdict.reward >= 1.0
+        ok, how = env.check_answer_key(idx)
         failures += not ok
-        prompt = seed.prompt if len(seed.prompt) <= 400 else seed.prompt[:400] + " …"
         print(f"--- problem {idx} (task {seed.task_id})")
-        print(prompt)
-        print(f">>> expected: {seed.expected_answer!r}  scores {verdict.reward:.1f} "
-              f"via {verdict.scoring_details.get('method')} {'OK' if ok else 'FAIL'}")
-    print(f"{env.name}: {len(env)} problems; {n - failures}/{n} sampled expected answers score 1.0")
+        print(_clip(seed.prompt))
+        print(f">>> expected: {_clip(seed.expected_answer)!r}  {how} {'OK' if ok else 'FAIL'}")
+    verdict = "pass static checks (scoring needs a sandbox)" if env.requires_sandbox else "score 1.0"
+    print(f"{env.name}: {len(env)} problems; {n - failures}/{n} sampled expected answers {verdict}")
     return 1 if failures else 0
+
+
+def _clip(text: str, limit: int = 400) -> str:
+    return text if len(text) <= limit else text[:limit] + " …"

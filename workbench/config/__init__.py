@@ -8,8 +8,10 @@ from pathlib import Path
 
 from workbench.config.loader import Located, apply_overrides, load_config_tree
 from workbench.config.schema import Benchmark, EvalConfig, Generation, Service, benchmark_files, build_config
+from workbench.engine.metrics import DEFAULT, MetricSpec
 from workbench.errors import UsageError
 from workbench.model.config import ModelConfig, infer_protocol
+from workbench.scoring.judge import DEFAULT_TEMPLATE
 
 
 def load_config(path: Path, overrides: Sequence[str] = ()) -> tuple[EvalConfig, Located]:
@@ -28,25 +30,55 @@ def load_config(path: Path, overrides: Sequence[str] = ()) -> tuple[EvalConfig, 
     config = build_config(located, known.__contains__)
     for bench in config.benchmarks:  # the model side's own checks, located
         model_config(config, bench, located)
+        metric_specs(config, bench, located)
     return config, located
 
 
-def model_config(config: EvalConfig, bench: Benchmark, located: Located | None = None) -> ModelConfig:
-    """The ``ModelConfig`` one benchmark of the suite is evaluated with."""
-    service = config.services[bench.service]
+def _service_model(config: EvalConfig, name: str, system_prompt: str | None, timeout: float,
+                   located: Located | None) -> ModelConfig:
+    service = config.services[name]
     try:
         return ModelConfig(
             url=service.url,
             model_id=service.model,
             protocol=service.protocol or infer_protocol(service.url) or "chat_completions",  # type: ignore[arg-type]
             api_key=service.api_key,
-            system_prompt=bench.system_prompt,
-            request_timeout=bench.timeout,
+            system_prompt=system_prompt,
+            request_timeout=timeout,
             **asdict(service.generation),  # the generation section's names are ModelConfig's
         )
     except UsageError as exc:
-        where = located.where(f"services.{bench.service}") if located else f"services.{bench.service}"
+        where = located.where(f"services.{name}") if located else f"services.{name}"
         raise UsageError(f"{where}: {exc}") from None
 
 
-__all__ = ["Benchmark", "EvalConfig", "Generation", "Located", "Service", "load_config", "model_config"]
+def model_config(config: EvalConfig, bench: Benchmark, located: Located | None = None) -> ModelConfig:
+    """The ``ModelConfig`` one benchmark of the suite is evaluated with."""
+    return _service_model(config, bench.service, bench.system_prompt, bench.timeout, located)
+
+
+def metric_specs(config: EvalConfig, bench: Benchmark, located: Located | None = None) -> list[MetricSpec] | None:
+    """The metrics of one suite entry (``None``: the benchmark's own scorer alone, as without ``scoring:``)."""
+    from workbench.environments import get_environment
+
+    scoring = bench.scoring
+    if scoring is None:
+        return None
+    specs: list[MetricSpec] = []
+    if scoring.include_defaults:
+        default = str(get_environment(bench.name).describe().get("scorer") or "default")
+        specs.append(MetricSpec(name=default, type=DEFAULT))
+    for metric in scoring.metrics:
+        if specs and metric.name == specs[0].name and scoring.include_defaults:
+            message = (f"{metric.name!r} already names the benchmark's own scorer (include_defaults); "
+                       "give this metric another name")
+            raise located.error(f"{metric.path}.name", message) if located else UsageError(message)
+        judge = None
+        if metric.service is not None:
+            judge = _service_model(config, metric.service, None, bench.timeout, located)
+        specs.append(MetricSpec(name=metric.name, type=metric.type, params=metric.params, judge=judge,
+                                template=metric.prompt or DEFAULT_TEMPLATE))
+    return specs
+
+
+__all__ = ["Benchmark", "EvalConfig", "Generation", "Located", "Service", "load_config", "metric_specs", "model_config"]

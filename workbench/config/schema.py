@@ -15,11 +15,14 @@ from typing import Any
 
 from workbench.config.loader import Located
 from workbench.errors import UsageError
+from workbench.scoring import check_params, scorer_names
+from workbench.scoring.judge import check_template
 
 NOT_YET = {
     "sandboxes": "sandboxed execution is not supported yet",
-    "scoring": "extra scoring metrics are not supported yet; the benchmark's own scorer is used",
 }
+JUDGE = "judge"
+JUDGE_ONLY_KEYS = ("service", "prompt", "allow_self_judge")
 SOLVER_TYPES = ("simple",)
 PROTOCOLS = ("chat_completions", "completions", "responses")
 
@@ -46,10 +49,31 @@ class Service:
 
 
 @dataclass(frozen=True, slots=True)
+class Metric:
+    """One entry of ``scoring.metrics``: a library scorer (with ``params``) or a judge on a service."""
+
+    name: str
+    type: str
+    path: str
+    params: dict[str, Any] = field(default_factory=dict)
+    service: str | None = None
+    prompt: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Scoring:
+    """``include_defaults``: the benchmark's own scorer comes first (and is primary)."""
+
+    include_defaults: bool = True
+    metrics: tuple[Metric, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Benchmark:
     name: str
     service: str
     path: str  # dot-path in the config, for messages
+    scoring: Scoring | None = None
     repeats: int | None = None
     max_problems: int | None = None
     max_concurrent: int = 64
@@ -129,6 +153,11 @@ class _Checker:
 
         return check
 
+    def boolean(self, value: Any, path: str) -> bool:
+        if not isinstance(value, bool):
+            raise self.fail(path, f"expected true or false, got {_kind(value)}")
+        return value
+
     def strings(self, value: Any, path: str) -> tuple[str, ...]:
         items = [value] if isinstance(value, str) else value
         if not isinstance(items, list) or not all(isinstance(s, str) and s for s in items):
@@ -174,14 +203,65 @@ def _service(c: _Checker, name: str, value: Any, path: str) -> Service:
     )
 
 
+def _metric(c: _Checker, value: Any, path: str, services: dict[str, Service], solver_service: str) -> Metric:
+    m = c.mapping(value, path, ("type", "name", "params", *JUDGE_ONLY_KEYS))
+    kind = c.get(m, "type", path, c.choice((*scorer_names(), JUDGE)), required=True)
+    name = c.get(m, "name", path, c.string, default=kind)
+    params = c.get(m, "params", path, lambda v, p: c.mapping(v, p, tuple(v) if isinstance(v, dict) else ()),
+                   default={})
+    if kind != JUDGE:
+        for key in JUDGE_ONLY_KEYS:
+            if key in m:
+                raise c.fail(f"{path}.{key}", f"only a judge metric takes {key!r} (this one is type {kind!r})")
+        try:
+            params = check_params(kind, params, f"{path}.params")
+        except UsageError as exc:
+            key = str(exc).split(":", 1)[0].rsplit(".", 1)[-1]
+            raise c.fail(f"{path}.params.{key}", str(exc).split(": ", 1)[1]) from None
+        return Metric(name=name, type=kind, path=path, params=params)
+    if params:
+        raise c.fail(f"{path}.params.{next(iter(params))}", "a judge metric takes no params; "
+                     "it samples with its service's generation settings")
+    service = c.get(m, "service", path, c.string, required=True)
+    if service not in services:
+        raise c.fail(f"{path}.service", f"no service named {service!r}; services: {', '.join(services)}")
+    allow_self = c.get(m, "allow_self_judge", path, c.boolean, default=False)
+    judge, solver = services[service], services[solver_service]
+    if not allow_self and (service == solver_service or (judge.url, judge.model) == (solver.url, solver.model)):
+        raise c.fail(f"{path}.service", f"the judge {service!r} is the solver's own model "
+                     f"({solver.model}), which would grade itself; use another service or set allow_self_judge: true")
+    prompt = c.get(m, "prompt", path, c.string)
+    if prompt is not None and (problem := check_template(prompt)):
+        raise c.fail(f"{path}.prompt", problem)
+    return Metric(name=name, type=kind, path=path, service=service, prompt=prompt)
+
+
+def _scoring(c: _Checker, value: Any, path: str, services: dict[str, Service], solver_service: str) -> Scoring:
+    s = c.mapping(value, path, ("metrics", "include_defaults"))
+    include = c.get(s, "include_defaults", path, c.boolean, default=True)
+    raw = c.get(s, "metrics", path, lambda v, p: v, default=[])
+    if not isinstance(raw, list):
+        raise c.fail(f"{path}.metrics", f"expected a list of metrics, got {_kind(raw)}")
+    metrics = tuple(_metric(c, v, f"{path}.metrics.{i}", services, solver_service) for i, v in enumerate(raw))
+    if not include and not metrics:
+        raise c.fail(path, "include_defaults is false and no metrics are listed: nothing would score the answers")
+    seen: dict[str, str] = {}
+    for metric in metrics:
+        if metric.name in seen:
+            raise c.fail(f"{metric.path}.name", f"another metric ({seen[metric.name]}) is already named "
+                         f"{metric.name!r}; give each metric its own name")
+        seen[metric.name] = metric.path
+    return Scoring(include_defaults=include, metrics=metrics)
+
+
 def _benchmark(c: _Checker, value: Any, path: str, services: dict[str, Service],
                known: Callable[[str], bool]) -> Benchmark:
-    b = c.mapping(value, path, ("name", "solver", "max_problems", "repeats", "max_concurrent", "timeout",
+    b = c.mapping(value, path, ("name", "solver", "scoring", "max_problems", "repeats", "max_concurrent", "timeout",
                                 "system_prompt"))
     name = c.get(b, "name", path, c.string, required=True)
     if not known(name):
         raise c.fail(f"{path}.name", f"unknown benchmark {name!r} (see `nel list`)")
-    solver = c.get(b, "solver", path, lambda v, p: c.mapping(v, p, ("type", "service")), default={})
+    solver = c.get(b, "solver", path, lambda v, p: c.mapping(v, p, ("type", "service", "system_prompt")), default={})
     c.get(solver, "type", f"{path}.solver", c.choice(SOLVER_TYPES), default="simple")
     service = c.get(solver, "service", f"{path}.solver", c.string)
     if service is None:
@@ -191,15 +271,20 @@ def _benchmark(c: _Checker, value: Any, path: str, services: dict[str, Service],
         service = next(iter(services))
     elif service not in services:
         raise c.fail(f"{path}.solver.service", f"no service named {service!r}; services: {', '.join(services)}")
+    system_prompt = c.get(b, "system_prompt", path, c.string)
+    solver_prompt = c.get(solver, "system_prompt", f"{path}.solver", c.string)
+    if system_prompt is not None and solver_prompt is not None:
+        raise c.fail(f"{path}.solver.system_prompt", f"also set at {path}.system_prompt; keep one")
     return Benchmark(
         name=name,
         service=service,
         path=path,
+        scoring=c.get(b, "scoring", path, lambda v, p: _scoring(c, v, p, services, service)),
         repeats=c.get(b, "repeats", path, c.integer(1)),
         max_problems=c.get(b, "max_problems", path, c.integer(1)),
         max_concurrent=c.get(b, "max_concurrent", path, c.integer(1), default=64),
         timeout=c.get(b, "timeout", path, c.number(0.0, 86400.0, open_low=True), default=120.0),
-        system_prompt=c.get(b, "system_prompt", path, c.string),
+        system_prompt=system_prompt if system_prompt is not None else solver_prompt,
     )
 
 

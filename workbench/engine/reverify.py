@@ -24,7 +24,7 @@ from workbench.environments import get_environment
 from workbench.environments.base import VerifyResult
 from workbench.errors import UsageError
 from workbench.model.failures import ERROR_CATEGORIES, classify_answer
-from workbench.scoring import get_scorer
+from workbench.scoring import get_scorer, scorer_names
 from workbench.store.ingest import ingest
 from workbench.store.reader import Store
 from workbench.store.writer import ShardWriter
@@ -45,8 +45,14 @@ def _loads(value: Any) -> Any:
     return orjson.loads(value) if isinstance(value, str | bytes) else value
 
 
-def reverify_run(store: Path, run_id: str, scorer: str | None = None) -> ReverifyResult:
-    """Verify every stored response of ``run_id`` again into a new run; return what changed."""
+def reverify_run(store: Path, run_id: str, scorer: str | None = None,
+                 params: dict[str, Any] | None = None) -> ReverifyResult:
+    """Verify every stored response of ``run_id`` again into a new run; return what changed.
+
+    ``scorer`` replaces the benchmark's own scorer; ``params`` sets that scorer's parameters
+    (``-O scoring.abs_tol=0.01``). The new run has that one metric: metrics the original run also
+    computed (a judge among them) are not carried over, since recomputing a judge needs model calls.
+    """
     reader = Store(store)
     runs = reader.dicts("SELECT * FROM runs WHERE run_id = ?", [run_id])
     if not runs:
@@ -58,15 +64,23 @@ def reverify_run(store: Path, run_id: str, scorer: str | None = None) -> Reverif
         raise UsageError(f"run {run_id}: benchmark {run['benchmark']!r} changed since the run (its data or prompt); "
                          "reverify needs the data the responses answered")
     verify: Callable[..., VerifyResult]
-    if scorer is None:
+    own = str(env.describe().get("scorer") or "")
+    if params and scorer is None and own not in scorer_names():
+        raise UsageError(f"-O scoring.{next(iter(params))}: benchmark {env.name!r} scores with its own scorer, which "
+                         f"takes no parameters; pick a library scorer with --scorer ({', '.join(scorer_names())})")
+    if scorer is None and not params:
         verify = env.verify
     else:
-        score = get_scorer(scorer)  # an unknown name lists the known scorers
+        score = get_scorer(scorer or own, params)  # an unknown name lists the known scorers
 
         def verify(response: str, expected: str, **_: Any) -> VerifyResult:
             return score(response, expected)
 
+    metric = scorer or own or "reward"
     new_identity = {**identity, "reverified_from": run_id, "scorer": scorer}
+    if params:
+        new_identity["scorer_params"] = dict(sorted(params.items()))
+    new_identity.pop("metrics", None)
     new_id = f"{run_id}-rv-{time.strftime('%Y%m%d%H%M%S')}-{secrets.token_hex(2)}"
     tasks = reader.dicts(
         "SELECT rt.run_id, rt.task_idx, rt.task_id, t.benchmark, t.prompt, t.expected_answer, t.metadata "
@@ -83,7 +97,8 @@ def reverify_run(store: Path, run_id: str, scorer: str | None = None) -> Reverif
             "run_id": new_id,
             "identity_hash": identity_hash(new_identity),
             "identity": new_identity,
-            "config": {**(_loads(run["config"]) or {}), "reverified_from": run_id, "scorer": scorer},
+            "config": {**(_loads(run["config"]) or {}), "reverified_from": run_id, "scorer": scorer,
+                       "scorer_params": params or {}, "primary_metric": metric, "metrics": [metric]},
             "total_shards": 1,
             "created_at": time.time(),
             "nel_version": __version__,
@@ -116,6 +131,7 @@ def _rescored(step: dict[str, Any], new_id: str, verify: Callable[..., VerifyRes
     row["run_id"] = new_id
     started = row["started_at"]
     row["started_at"] = started.replace(tzinfo=UTC).timestamp() if isinstance(started, datetime) else started
+    row["scores"] = None  # the new run has one metric, in reward
     for key in ("messages", "tool_calls", "scoring_details", "metadata"):
         if row[key] is not None:
             row[key] = str(row[key])

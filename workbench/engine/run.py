@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from workbench.engine.metrics import MetricSuite, MetricWorker
 from workbench.engine.plan import RunPlan, plan_run, run_header
 from workbench.engine.progress import RunProgress, StepListener
 from workbench.engine.sharding import Shard
@@ -71,10 +72,11 @@ def _dumps(value: Any) -> str | None:
 
 def _step_row(
     plan: RunPlan, idx: int, rep: int, seed: SeedResult, seed_ms: float, started_at: float,
-    out: SolverOutput, verdict: VerifyResult, model_ms: float, verify_ms: float,
+    out: SolverOutput, verdict: VerifyResult, model_ms: float, verify_ms: float, scores: dict[str, Any] | None,
 ) -> dict[str, Any]:
     m = out.model
-    category = m.failure or classify_answer(out.response, verdict.reward, verdict.extracted_answer)
+    category = (m.failure or verdict.metadata.get("failure_category")
+                or classify_answer(out.response, verdict.reward, verdict.extracted_answer))
     details = verdict.scoring_details
     return {
         "run_id": plan.run_id,
@@ -111,6 +113,7 @@ def _step_row(
         "request_seed": out.request_seed,
         "response_id": m.response_id,
         "metadata": _dumps(seed.metadata or None),
+        "scores": _dumps(scores),
     }
 
 
@@ -158,26 +161,33 @@ class _Loop:
             self._emit(held)
         self.unreachable.clear()
 
-    async def worker(self, solver_worker: SolverWorker) -> None:
+    async def worker(self, solver_worker: SolverWorker, metric_worker: MetricWorker | None) -> None:
         env, plan = self.env, self.plan
         for idx, rep, seed, seed_ms in self.work:
             started_at = time.time()
             t0 = time.perf_counter()
             out = await solver_worker.solve(seed, rep)
             t1 = time.perf_counter()
-            if out.model.failure is None:
+            scores = None
+            if metric_worker is not None:
+                verdict, scores = await metric_worker.score(seed, out)
+            elif out.model.failure is None:
                 verdict = env.verify(out.response, seed.expected_answer, **seed.metadata)
             else:
                 verdict = _no_answer(out)
             t2 = time.perf_counter()
             row = _step_row(plan, idx, rep, seed, seed_ms, started_at, out, verdict,
-                            (t1 - t0) * 1000.0, (t2 - t1) * 1000.0)
+                            (t1 - t0) * 1000.0, (t2 - t1) * 1000.0, scores)
             self.commit(row)
 
 
-async def _run_worker(loop: _Loop, solver: Solver) -> None:
+async def _run_worker(loop: _Loop, solver: Solver, metrics: MetricSuite | None) -> None:
     async with solver.worker() as w:
-        await loop.worker(w)
+        if metrics is None:
+            await loop.worker(w, None)
+            return
+        async with metrics.worker() as m:
+            await loop.worker(w, m)
 
 
 async def run_evaluation(
@@ -198,18 +208,27 @@ async def run_evaluation(
     ingest_at_end: bool | None = None,
     preflight: bool = True,
     on_start: Callable[[RunProgress, RunPlan], None] | None = None,
+    metrics: MetricSuite | None = None,
 ) -> RunResult:
     """Evaluate ``env`` with ``solver`` into ``store``; see the module docstring.
 
     ``resume_key`` names where the run was configured (a suite entry); ``--resume`` continues
-    the newest run with the same key. Raises ``RunFailed`` when the model cannot be reached or refuses every request
-    (completed steps stay in the store), ``UsageError`` for bad arguments or a
-    ``--resume`` whose configuration differs from the stored run.
+    the newest run with the same key. ``metrics`` scores each response with several metrics
+    (the benchmark's own scorer alone when ``None``). Raises ``RunFailed`` when the model cannot be
+    reached or refuses every request (completed steps stay in the store), ``UsageError`` for bad
+    arguments or a ``--resume`` whose configuration differs from the stored run.
     """
     shard = shard or Shard()
     if max_concurrent < 1:
         raise UsageError(f"--max-concurrent must be at least 1, got {max_concurrent}")
+    if getattr(env, "requires_sandbox", False):
+        raise UsageError(f"{env.name}: scoring runs the model's code in a sandbox, which this version does not have "
+                         f"yet; `nel list`, `nel validate -b {env.name}` and seeding work")
     identity = {"benchmark": env.name, "data_hash": env.data_hash, **solver.identity()}
+    if metrics is not None:
+        identity["metrics"] = metrics.identity()
+    primary = metrics.primary if metrics is not None else str(env.describe().get("scorer") or "reward")
+    scoring_config = {"primary_metric": primary, "metrics": metrics.names if metrics is not None else [primary]}
     plan = plan_run(
         store=store, identity=identity, benchmark=env.name, size=len(env), n_repeats=n_repeats,
         max_problems=max_problems, problem_range=problem_range, shard=shard, run_id=run_id, resume=resume,
@@ -218,6 +237,8 @@ async def run_evaluation(
     remaining = plan.shard_steps - len(plan.done)
     if preflight and remaining > 0:
         await solver.preflight()
+        if metrics is not None:
+            await metrics.preflight()
     writer = ShardWriter(store, plan.run_id, shard.idx)
     tasks = []
     for idx in range(plan.shard_start, plan.shard_end):
@@ -227,7 +248,8 @@ async def run_evaluation(
             "prompt": seed.prompt, "expected_answer": seed.expected_answer, "metadata": _dumps(seed.metadata),
         })
     writer.begin(
-        run_header(plan, env.name, {"max_concurrent": max_concurrent, "resume_key": resume_key, **(config or {})}),
+        run_header(plan, env.name, {"max_concurrent": max_concurrent, "resume_key": resume_key, **scoring_config,
+                                    **(config or {})}),
         {"shard_idx": shard.idx, "total_shards": shard.total, "problem_start": plan.shard_start,
          "problem_end": plan.shard_end},
         tasks,
@@ -243,7 +265,7 @@ async def run_evaluation(
         n_workers = max(1, min(max_concurrent, remaining))
         async with asyncio.TaskGroup() as group:
             for _ in range(n_workers if remaining > 0 else 0):
-                group.create_task(_run_worker(loop, solver))
+                group.create_task(_run_worker(loop, solver, metrics))
         loop.flush_held()
     except BaseException as exc:
         status, error, cause = _classify_stop(exc)

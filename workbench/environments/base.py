@@ -70,6 +70,8 @@ class EvalEnvironment(ABC):
     """
 
     name: str = "unnamed"
+    requires_sandbox: bool = False
+    """The engine refuses to start a run of such a benchmark until sandboxed execution exists."""
 
     @abstractmethod
     def __len__(self) -> int: ...
@@ -86,6 +88,16 @@ class EvalEnvironment(ABC):
     def data_hash(self) -> str:
         """A hash of everything that decides prompts and expected answers."""
         return ""
+
+    def check_answer_key(self, idx: int) -> tuple[bool, str]:
+        """Does problem ``idx``'s expected answer earn full marks? ``(ok, how it was checked)`` for ``nel validate``.
+
+        The default scores the expected answer with ``verify``; a benchmark that cannot
+        score here (code that needs a sandbox) overrides it with the checks it can make.
+        """
+        seed = self.seed(idx)
+        verdict = self.verify(seed.expected_answer, seed.expected_answer, **seed.metadata)
+        return verdict.reward >= 1.0, f"scores {verdict.reward:.1f} via {verdict.scoring_details.get('method')}"
 
     def answer_key(self) -> Iterator[AnswerKeyEntry]:
         """Yield the answer key the built-in mock model uses (optional)."""

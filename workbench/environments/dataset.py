@@ -38,6 +38,9 @@ class BenchmarkDefinition:
     default_repeats: int = 1
     source: str = ""
     license: str = ""
+    metadata_fields: tuple[tuple[str, str], ...] = ()
+    """(metadata key, row field) pairs copied into each problem's metadata (``category`` drives
+    per-category scores); written in TOML as a list of fields or a table {key = "field"}."""
 
     @classmethod
     def load(cls, path: Path) -> BenchmarkDefinition:
@@ -53,6 +56,13 @@ class BenchmarkDefinition:
             if required not in raw:
                 raise UsageError(f"{path}: missing required key {required!r}")
         raw["dataset"] = path.parent / raw["dataset"]
+        fields = raw.get("metadata_fields", [])
+        if isinstance(fields, list) and all(isinstance(f, str) for f in fields):
+            raw["metadata_fields"] = tuple((f, f) for f in fields)
+        elif isinstance(fields, dict) and all(isinstance(f, str) for f in fields.values()):
+            raw["metadata_fields"] = tuple(fields.items())
+        else:
+            raise UsageError(f"{path}: metadata_fields must be a list of row fields or a table of key = \"field\"")
         return cls(**raw)
 
 
@@ -105,7 +115,7 @@ class DatasetEnvironment(EvalEnvironment):
             messages=({"role": "user", "content": prompt},),
             expected_answer=self._target(row),
             task_id=self._task_ids[idx],
-            metadata={"idx": idx},
+            metadata={"idx": idx, **{key: row.get(name) for key, name in self.definition.metadata_fields}},
         )
 
     def verify(self, response: str, expected: str, **metadata: Any) -> VerifyResult:
@@ -165,7 +175,7 @@ def _load_rows(definition: BenchmarkDefinition) -> tuple[list[dict[str, Any]], s
         raise UsageError(f"{path}: cannot read dataset: {exc.strerror}") from None
     rows = read_jsonl_rows(path, data)
     for lineno, row in rows:
-        for field in (definition.input_field, definition.target_field):
+        for field in (definition.input_field, definition.target_field, *(f for _, f in definition.metadata_fields)):
             if field not in row:
                 raise UsageError(f"{path}:{lineno}: row has no field {field!r}")
     return [row for _, row in rows], hashlib.sha256(data).hexdigest()

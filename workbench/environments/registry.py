@@ -1,4 +1,5 @@
-"""Name → environment factory. Built-ins come from ``benchmarks/*/benchmark.toml``.
+"""Name → environment factory. Built-ins come from ``benchmarks/*/benchmark.toml``, plus the
+benchmarks that need code of their own (``BUILTIN_CLASSES``, e.g. humaneval).
 
 ``@register("name")`` adds a factory (a class or any zero-argument callable that
 returns an ``EvalEnvironment``); ``get_environment`` builds one by name and
@@ -7,6 +8,7 @@ returns an ``EvalEnvironment``); ``get_environment`` builds one by name and
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -20,6 +22,9 @@ Factory = Callable[[], EvalEnvironment]
 F = TypeVar("F", bound=Factory)
 
 _REGISTRY: dict[str, Factory] = {}
+
+BUILTIN_CLASSES: dict[str, str] = {"humaneval": "workbench.environments.humaneval:HumanEvalEnvironment"}
+"""Built-ins defined in Python rather than TOML: name → ``module:class``, imported on first use (keeps ``nel`` fast)."""
 
 
 class UnknownBenchmark(UsageError):
@@ -50,6 +55,20 @@ def _ensure_builtins() -> None:
     for name, path in _builtin_definitions().items():
         if name not in _REGISTRY:
             _REGISTRY[name] = factory(path)
+    for name, target in BUILTIN_CLASSES.items():
+        if name not in _REGISTRY:
+            _REGISTRY[name] = _lazy_class(target)
+
+
+def _lazy_class(target: str) -> Factory:
+    """A factory that imports ``module:class`` only when the benchmark is built."""
+
+    def build() -> EvalEnvironment:
+        module, _, cls = target.partition(":")
+        env: EvalEnvironment = getattr(importlib.import_module(module), cls)()
+        return env
+
+    return build
 
 
 def benchmark_names() -> list[str]:

@@ -1,7 +1,8 @@
 """Failure categories: why an attempt produced no usable answer.
 
 Transport-level categories come from the HTTP exchange; ``empty_response``,
-``refusal`` and ``format_error`` are decided after the response is scored.
+``refusal`` and ``format_error`` are decided after the response is scored, and
+``judge_error`` when a judge scoring the response gave no verdict.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ FailureCategory = Literal[
     "empty_response",
     "refusal",
     "format_error",
+    "judge_error",
 ]
 FAILURE_CATEGORIES: tuple[FailureCategory, ...] = get_args(FailureCategory)
 ERROR_CATEGORIES: frozenset[FailureCategory] = frozenset(FAILURE_CATEGORIES[:5])

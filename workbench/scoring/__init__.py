@@ -6,23 +6,45 @@ costs nothing; the math scorer further defers importing sympy to its first call.
 
 from __future__ import annotations
 
+import functools
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from workbench.environments.base import VerifyResult
 from workbench.errors import UsageError
 
 Scorer = Callable[[str, str], VerifyResult]
 
-# scorer name -> (module under workbench.scoring, function name)
-_SCORERS: dict[str, tuple[str, str]] = {
-    "numeric": ("numeric", "score_numeric"),
-    "multiple_choice": ("multiple_choice", "score_multiple_choice"),
-    "exact": ("exact", "score_exact"),
-    "normalized": ("normalized", "score_normalized"),
-    "f1": ("f1", "score_f1"),
-    "regex": ("regex", "score_regex"),
-    "math": ("math", "score_math"),
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """One tunable of a scorer: its type (``float``, ``bool``), default and meaning."""
+
+    kind: type
+    default: Any
+    help: str
+
+
+# scorer name -> (module under workbench.scoring, function name, parameters)
+_SCORERS: dict[str, tuple[str, str, dict[str, Param]]] = {
+    "numeric": ("numeric", "score_numeric", {
+        "abs_tol": Param(float, 0.0, "accept answers within this absolute distance of the expected number"),
+        "rel_tol": Param(float, 0.0, "accept answers within this fraction of the expected number"),
+    }),
+    "multiple_choice": ("multiple_choice", "score_multiple_choice", {}),
+    "exact": ("exact", "score_exact", {
+        "case_sensitive": Param(bool, True, "false: compare ignoring case"),
+    }),
+    "normalized": ("normalized", "score_normalized", {}),
+    "f1": ("f1", "score_f1", {
+        "threshold": Param(float, None, "binary reward: 1.0 when token F1 reaches this value"),
+    }),
+    "regex": ("regex", "score_regex", {
+        "ignore_case": Param(bool, True, "false: the pattern is case-sensitive"),
+    }),
+    "math": ("math", "score_math", {}),
 }
 
 
@@ -30,11 +52,38 @@ def scorer_names() -> list[str]:
     return sorted(_SCORERS)
 
 
-def get_scorer(name: str) -> Scorer:
-    """Return the scorer registered as ``name``; the error lists the known ones."""
+def scorer_params(name: str) -> dict[str, Param]:
+    """The parameters scorer ``name`` accepts (empty for an unknown name)."""
+    return dict(_SCORERS[name][2]) if name in _SCORERS else {}
+
+
+def check_params(name: str, params: Mapping[str, Any], where: str = "scoring") -> dict[str, Any]:
+    """``params`` validated against scorer ``name``'s; an error names ``where.param`` and what is accepted."""
+    known = scorer_params(name)
+    checked: dict[str, Any] = {}
+    for key, value in params.items():
+        spec = known.get(key)
+        if spec is None:
+            accepted = ", ".join(sorted(known)) or "none"
+            raise UsageError(f"{where}.{key}: scorer {name!r} has no parameter {key!r}; its parameters: {accepted}")
+        if spec.kind is bool:
+            ok = isinstance(value, bool)
+        else:
+            ok = isinstance(value, int | float) and not isinstance(value, bool)
+        if not ok:
+            raise UsageError(f"{where}.{key}: expected {'true or false' if spec.kind is bool else 'a number'}, "
+                             f"got {value!r}")
+        checked[key] = spec.kind(value)
+    return checked
+
+
+def get_scorer(name: str, params: Mapping[str, Any] | None = None) -> Scorer:
+    """Return the scorer registered as ``name`` with ``params`` applied; errors list what is known."""
     try:
-        module, function = _SCORERS[name]
+        module, function, _ = _SCORERS[name]
     except KeyError:
         raise UsageError(f"unknown scorer {name!r}; known scorers: {', '.join(scorer_names())}") from None
     scorer: Scorer = getattr(importlib.import_module(f"workbench.scoring.{module}"), function)
+    if params:
+        return functools.partial(scorer, **check_params(name, params))
     return scorer

@@ -27,8 +27,12 @@ def token_f1(prediction_tokens: list[str], reference_tokens: list[str]) -> float
     return 2 * precision * recall / (precision + recall)
 
 
-def score_f1(response: str, expected: str) -> VerifyResult:
-    """Reward in [0, 1]: the best token F1 of ``response`` against any alternative in ``expected``."""
+def score_f1(response: str, expected: str, *, threshold: float | None = None) -> VerifyResult:
+    """Reward in [0, 1]: the best token F1 of ``response`` against any alternative in ``expected``.
+
+    With ``threshold``, the reward is binary instead: 1.0 when that F1 reaches the threshold
+    (the F1 itself stays in ``scoring_details``).
+    """
     got = normalize_answer(response)
     alternatives = [normalize_answer(a) for a in expected.split(ALTERNATIVES_SEPARATOR)]
     details: dict[str, object] = {"method": "token_f1", "normalized_extracted": got, "alternatives": alternatives}
@@ -42,4 +46,7 @@ def score_f1(response: str, expected: str) -> VerifyResult:
     scores = [token_f1(tokens, a.split()) for a in alternatives]
     best = max(range(len(scores)), key=scores.__getitem__)
     details["best_alternative"] = alternatives[best]
-    return VerifyResult(reward=scores[best], extracted_answer=got, scoring_details=details)
+    if threshold is None:
+        return VerifyResult(reward=scores[best], extracted_answer=got, scoring_details=details)
+    details.update(f1=scores[best], threshold=threshold)
+    return VerifyResult(reward=1.0 if scores[best] >= threshold else 0.0, extracted_answer=got, scoring_details=details)

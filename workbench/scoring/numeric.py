@@ -99,11 +99,12 @@ def normalize_number(raw: str) -> str | None:
     return None if value is None else _canonical(value)
 
 
-def score_numeric(response: str, expected: str) -> VerifyResult:
-    """Score ``response`` 1.0 when its final numeric answer equals ``expected`` exactly, else 0.0.
+def score_numeric(response: str, expected: str, *, abs_tol: float = 0.0, rel_tol: float = 0.0) -> VerifyResult:
+    """Score ``response`` 1.0 when its final numeric answer equals ``expected``, else 0.0.
 
-    ``scoring_details`` always records the method, the matched text and both
-    normalised values, so an extraction failure is never silently a wrong answer.
+    Equal means exactly equal by default; ``abs_tol`` / ``rel_tol`` accept answers within
+    ``max(abs_tol, rel_tol * |expected|)``. ``scoring_details`` always records the method, the
+    matched text and both normalised values, so an extraction failure is never silently a wrong answer.
     """
     expected_value = _expected_value(expected)
     normalized_expected = None if expected_value is None else _canonical(expected_value)
@@ -116,16 +117,19 @@ def score_numeric(response: str, expected: str) -> VerifyResult:
         return _no_answer(normalized_expected, "no number found in the response")
     value, raw, method = found
     extracted = _canonical(value)
-    return VerifyResult(
-        reward=1.0 if value == expected_value else 0.0,
-        extracted_answer=extracted,
-        scoring_details={
-            "method": method,
-            "raw_match": raw,
-            "normalized_expected": normalized_expected,
-            "normalized_extracted": extracted,
-        },
-    )
+    details: dict[str, object] = {
+        "method": method,
+        "raw_match": raw,
+        "normalized_expected": normalized_expected,
+        "normalized_extracted": extracted,
+    }
+    if abs_tol or rel_tol:
+        allowed = max(Fraction(str(abs_tol)), Fraction(str(rel_tol)) * abs(expected_value))
+        details["tolerance"] = float(allowed)
+        equal = abs(value - expected_value) <= allowed
+    else:
+        equal = value == expected_value
+    return VerifyResult(reward=1.0 if equal else 0.0, extracted_answer=extracted, scoring_details=details)
 
 
 def _no_answer(normalized_expected: str | None, reason: str) -> VerifyResult:

@@ -42,6 +42,7 @@ STEP_COLUMNS: dict[str, str] = {
     "request_seed": "BIGINT",
     "response_id": "VARCHAR",
     "metadata": "JSON",
+    "scores": "JSON",
 }
 
 STEP_KEY = ("run_id", "task_idx", "repeat")

@@ -15,7 +15,7 @@ import duckdb
 from workbench.errors import UsageError
 from workbench.resources import sql_path
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _LOCK_WAIT_S = 60.0
 # DuckDB caches up to 80 % of RAM by default; the workbench runs beside the model
 # client and the TUI, so each connection gets a small budget and spills past it.
@@ -89,11 +89,22 @@ def connect_rw(path: Path) -> duckdb.DuckDBPyConnection:
         if not fresh:
             check_version(con, path)
         con.execute(sql_path("schema.sql").read_text())
+        _migrate(con)
         con.execute(sql_path("views.sql").read_text())
     except Exception:
         con.close()
         raise
     return con
+
+
+def _migrate(con: duckdb.DuckDBPyConnection) -> None:
+    """Bring an older store up to ``SCHEMA_VERSION`` (each step only adds; nothing is rewritten)."""
+    row = con.execute("SELECT value FROM nel_meta WHERE key = 'schema_version'").fetchone()
+    version = int(row[0]) if row else 1
+    if version < 2:
+        con.execute("ALTER TABLE steps ADD COLUMN IF NOT EXISTS scores JSON")
+    if version < SCHEMA_VERSION:
+        con.execute("UPDATE nel_meta SET value = ? WHERE key = 'schema_version'", [str(SCHEMA_VERSION)])
 
 
 def connect_ro(path: Path) -> duckdb.DuckDBPyConnection:

@@ -39,7 +39,7 @@ def live_steps_sql(segments: list[Path], journals: list[Path]) -> str | None:
     parts = []
     cols = ", ".join(STEP_COLUMNS)
     if segments:
-        parts.append(f"SELECT {cols} FROM read_parquet({_files_sql(segments)})")
+        parts.append(f"SELECT {cols} FROM read_parquet({_files_sql(segments)}, union_by_name = true)")
     if journals:
         parts.append(journal_read_sql(_files_sql(journals)))
     if not parts:

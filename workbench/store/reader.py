@@ -22,7 +22,7 @@ import numpy as np
 
 from workbench.errors import UsageError
 from workbench.resources import sql_path
-from workbench.store.columns import RUN_COLUMNS, SHARD_COLUMNS
+from workbench.store.columns import RUN_COLUMNS, SHARD_COLUMNS, STEP_COLUMNS
 from workbench.store.database import (
     READER_JSON_MEMORY_LIMIT,
     READER_MEMORY_LIMIT,
@@ -89,12 +89,25 @@ class Store:
             con.execute("USE db")
             con.execute(sql_path("schema.sql").read_text())
             con.execute("USE memory")
+        self._db_steps(con)
         if live.empty:
-            for table in ("runs", "run_shards", "tasks", "run_tasks", "steps"):
+            for table in ("runs", "run_shards", "tasks", "run_tasks"):
                 con.execute(f"CREATE VIEW {table} AS SELECT * FROM db.{table}")
+            con.execute("CREATE VIEW steps AS SELECT * FROM db_steps")
         else:
             self._live_views(con, live)
         con.execute(sql_path("views.sql").read_text())
+
+    @staticmethod
+    def _db_steps(con: duckdb.DuckDBPyConnection) -> None:
+        """``db_steps``: the file's steps in the current column layout (an older file, read-only here,
+        lacks the columns later schema versions added; they read as NULL)."""
+        have = {r[0] for r in con.execute(
+            "SELECT column_name FROM duckdb_columns() WHERE database_name = 'db' AND table_name = 'steps'"
+        ).fetchall()}
+        select = ", ".join(name if name in have else f"CAST(NULL AS {kind}) AS {name}"
+                           for name, kind in STEP_COLUMNS.items())
+        con.execute(f"CREATE TEMP VIEW db_steps AS SELECT {select} FROM db.steps")
 
     def _live_views(self, con: duckdb.DuckDBPyConnection, live: LiveState) -> None:
         by_run: dict[str, list[LiveShard]] = {}
@@ -139,12 +152,12 @@ class Store:
             con.execute("CREATE VIEW run_tasks AS SELECT * FROM db.run_tasks")
         steps = live_steps_sql(*live.step_files())
         if steps is None:
-            con.execute("CREATE VIEW steps AS SELECT * FROM db.steps")
+            con.execute("CREATE VIEW steps AS SELECT * FROM db_steps")
         else:
             # A view, not a copy: a running run may be large. If the writer rolls a journal away
             # mid-query, ``Store.sql`` retries on a fresh snapshot.
             con.execute(
-                f"CREATE VIEW steps AS SELECT * FROM db.steps UNION ALL SELECT * FROM ({steps}) l "
+                f"CREATE VIEW steps AS SELECT * FROM db_steps UNION ALL SELECT * FROM ({steps}) l "
                 "WHERE NOT EXISTS (SELECT 1 FROM db.steps s WHERE s.run_id = l.run_id "
                 "AND s.task_idx = l.task_idx AND s.repeat = l.repeat)"
             )

@@ -34,8 +34,9 @@ class Task:
     ``key`` (``"<benchmark>:<task_id>"``) identifies the problem by content, so the
     skill profile follows a problem even if the data file is reordered.
     ``verify`` is the benchmark's scorer, which the responder uses to make sure
-    its wrong replies really score as wrong; ``scorer`` is its name, which decides
-    the form of the replies (a letter, a short answer, a worked solution).
+    its wrong replies really score as wrong (``None`` for code benchmarks, whose
+    scoring needs a sandbox); ``scorer`` is its name, which decides the form of
+    the replies (a letter, a short answer, a worked solution, a code block).
     ``distractors`` are other problems' answers that score 0 here: the short-answer
     replies' plausible wrong answers.
     """
@@ -54,6 +55,9 @@ class Task:
 
 SHORT_ANSWER_SCORERS = frozenset({"exact", "normalized", "f1"})
 """Scorers whose benchmarks the mock answers with a bare short answer."""
+
+CODE_SCORERS = frozenset({"code_execution"})
+"""Scorers that run code: the mock answers with a code block and never calls their ``verify``."""
 
 N_DISTRACTORS = 3
 
@@ -74,6 +78,7 @@ def load_tasks(benchmarks: Sequence[str] | None = None) -> list[Task]:
             print(f"nel mock model: warning: skipping benchmark {name!r}: {exc}", file=sys.stderr)
             continue
         scorer = str(env.describe().get("scorer", ""))
+        verify = None if scorer in CODE_SCORERS else env.verify
         found: list[Task] = []
         for i, entry in enumerate(env.answer_key()):
             seed = env.seed(i)
@@ -86,7 +91,7 @@ def load_tasks(benchmarks: Sequence[str] | None = None) -> list[Task]:
                     question=entry.question,
                     answer=entry.answer,
                     solution=entry.solution,
-                    verify=env.verify,
+                    verify=verify,
                     scorer=scorer,
                 )
             )

@@ -16,7 +16,9 @@ import orjson
 
 from workbench.model.mock.answers import AnswerIndex
 from workbench.model.mock.config import MockConfig
+from workbench.model.mock.judge import judge_reply
 from workbench.model.mock.responder import CHARS_PER_TOKEN, Completion, Responder, apply_limits, count_tokens
+from workbench.scoring.judge import REFERENCE_MARK
 
 Body = dict[str, Any]
 
@@ -36,6 +38,10 @@ class ApiError(Exception):
         super().__init__(message)
         self.status = status
         self.body = error_body(message, type=type, code=code, param=param)
+
+
+JUDGE_MARK = REFERENCE_MARK
+"""Cheap test before parsing a prompt as a judge prompt."""
 
 
 def error_body(message: str, *, type: str, code: str | None = None, param: str | None = None) -> bytes:
@@ -157,6 +163,9 @@ class Api:
                 code="context_length_exceeded",
                 param=param,
             )
+        verdict = judge_reply(primary) if JUDGE_MARK in primary else None
+        if verdict is not None:
+            return Completion(verdict), prompt_tokens
         task = self.index.exact(primary)
         if task is None and parts:
             task = self.index.lookup(parts[0] if len(parts) == 1 else "\n\n".join(parts))

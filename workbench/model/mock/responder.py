@@ -3,7 +3,11 @@
 The form of a reply follows the benchmark's scorer (``Task.scorer``): multiple-choice
 benchmarks get a line of reasoning and "The answer is (C)." (a different letter when
 wrong); short-answer benchmarks (exact, normalized, f1) get the bare answer (another
-problem's answer when wrong); everything else gets the numeric form below.
+problem's answer when wrong); code benchmarks (``code_execution``) get a sentence and a
+```` ```python ```` block holding the complete reference function (when wrong: the same
+signature and docstring with a body that returns a wrong constant, or code cut off
+mid-function); everything else gets the numeric form below. Code replies are never
+checked with ``verify``: scoring them needs a sandbox.
 
 A correct numeric attempt is the task's worked solution (calculator annotations such as
 ``<<16-3-4=9>>`` stripped) followed by a final line in one of
@@ -21,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
-from workbench.model.mock.answers import SHORT_ANSWER_SCORERS, Task
+from workbench.model.mock.answers import CODE_SCORERS, SHORT_ANSWER_SCORERS, Task
 from workbench.model.mock.skill import SkillProfile
 
 FINAL_FORMATS: tuple[str, ...] = ("The answer is: {}", "#### {}", "\\boxed{{{}}}", "Answer: {}")
@@ -40,6 +44,14 @@ MC_REASONING = "Let's check each option against the question."
 MC_FINAL = "The answer is ({})."
 SHORT_FORMATS: tuple[str, ...] = ("{}", "{}.", "**{}**")
 """Short answers as a model might write them; the exact scorer only ever gets the first."""
+
+CODE_INTROS: tuple[str, ...] = (
+    "Here is the completed function.",
+    "Here is a complete implementation:",
+    "Sure. The function below does what the docstring asks.",
+)
+WRONG_BODIES: tuple[str, ...] = ("return None", "return 0", "return []", 'return ""')
+"""Bodies of the mock's wrong functions: plausible-looking, and wrong for any real HumanEval problem."""
 
 _ANNOTATION = re.compile(r"<<[^<>]*>>")
 _OPENER = "Let's work through this step by step.\n"
@@ -167,11 +179,13 @@ class Responder:
         """The reply to ``task`` (``None``: an unknown prompt, answered generically)."""
         if task is None:
             return Completion(GENERIC_REPLY)
+        verdict = self.skill.attempt(task.key, request_seed, attempt)
+        choice = verdict.choice
+        if task.scorer in CODE_SCORERS:
+            return _code(task, verdict.correct, choice)
         texts = self._texts.get(task.key)
         if texts is None:
             texts = self._texts[task.key] = _TaskTexts(task)
-        verdict = self.skill.attempt(task.key, request_seed, attempt)
-        choice = verdict.choice
         if task.scorer == "multiple_choice":
             return _multiple_choice(task, verdict.correct, choice)
         if task.scorer in SHORT_ANSWER_SCORERS:
@@ -229,3 +243,25 @@ def _short_answer(task: Task, correct: bool, choice: int) -> Completion:
     if mode == "empty" or not task.distractors:
         return Completion("")
     return Completion(fmt.format(task.distractors[(choice >> 16) % len(task.distractors)]))
+
+
+def _code(task: Task, correct: bool, choice: int) -> Completion:
+    intro = CODE_INTROS[choice % len(CODE_INTROS)]
+    if correct:
+        return Completion(f"{intro}\n\n```python\n{task.answer.strip()}\n```")
+    mode = _wrong_mode(choice)
+    if mode == "refusal":
+        return Completion(REFUSAL)
+    if mode == "empty":
+        return Completion("")
+    if mode == "cut_off":
+        lines = task.answer.strip("\n").splitlines()
+        return Completion(f"{intro}\n\n```python\n" + "\n".join(lines[: max(1, len(lines) // 2)]), "length")
+    return Completion(f"{intro}\n\n```python\n{wrong_function(task.question, choice)}\n```")
+
+
+def wrong_function(problem: str, choice: int) -> str:
+    """``problem`` (a signature and docstring) completed with a body that returns a wrong constant."""
+    last = problem.rstrip().rsplit("\n", 1)[-1]
+    indent = last[: len(last) - len(last.lstrip())] or "    "
+    return f"{problem.rstrip()}\n{indent}{WRONG_BODIES[(choice >> 16) % len(WRONG_BODIES)]}"
