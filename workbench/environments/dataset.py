@@ -167,15 +167,20 @@ def read_jsonl_rows(path: Path, data: bytes) -> list[tuple[int, dict[str, Any]]]
     return rows
 
 
-def _load_rows(definition: BenchmarkDefinition) -> tuple[list[dict[str, Any]], str]:
-    path = definition.dataset
+def load_jsonl(path: Path) -> tuple[list[tuple[int, dict[str, Any]]], str]:
+    """``(line number, row)`` pairs of a JSONL dataset and the SHA-256 of its bytes; errors name the file."""
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise UsageError(f"{path}: cannot read dataset: {exc.strerror}") from None
-    rows = read_jsonl_rows(path, data)
+    return read_jsonl_rows(path, data), hashlib.sha256(data).hexdigest()
+
+
+def _load_rows(definition: BenchmarkDefinition) -> tuple[list[dict[str, Any]], str]:
+    path = definition.dataset
+    rows, digest = load_jsonl(path)
     for lineno, row in rows:
         for field in (definition.input_field, definition.target_field, *(f for _, f in definition.metadata_fields)):
             if field not in row:
                 raise UsageError(f"{path}:{lineno}: row has no field {field!r}")
-    return [row for _, row in rows], hashlib.sha256(data).hexdigest()
+    return [row for _, row in rows], digest

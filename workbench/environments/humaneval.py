@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.environments.base import AnswerKeyEntry, EvalEnvironment, SeedResult, VerifyResult
-from workbench.environments.dataset import read_jsonl_rows, task_id_of
+from workbench.environments.dataset import load_jsonl, task_id_of
 from workbench.errors import UsageError
 from workbench.resources import benchmarks_dir
 from workbench.scoring.code import extract_code
@@ -54,18 +54,13 @@ class HumanEvalEnvironment(EvalEnvironment):
 
     def __init__(self, data_path: Path | None = None) -> None:
         path = data_path if data_path is not None else default_data_path()
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise UsageError(f"{path}: cannot read dataset: {exc.strerror}") from None
-        rows = read_jsonl_rows(path, data)
+        rows, self._data_sha256 = load_jsonl(path)
         for lineno, row in rows:
             for key in FIELDS:
                 if not isinstance(row.get(key), str):
                     raise UsageError(f"{path}:{lineno}: row has no text field {key!r}")
         self._rows = [row for _, row in rows]
         self._task_ids = [task_id_of(row) for row in self._rows]
-        self._data_sha256 = hashlib.sha256(data).hexdigest()
 
     def __len__(self) -> int:
         return len(self._rows)
