@@ -31,6 +31,7 @@ perf: install
 	$(BIN)/python tests/perf/bench_mock.py
 	$(BIN)/python tests/perf/bench_client.py
 	$(BIN)/python tests/perf/bench_engine.py
+	$(BIN)/python tests/perf/bench_export.py
 
 clean:
 	rm -rf $(VENV) nel-results nel-demo .pytest_cache .mypy_cache .ruff_cache

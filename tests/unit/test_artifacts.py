@@ -9,6 +9,7 @@ import orjson
 import pytest
 
 from workbench import open_store
+from workbench.analysis import artifacts
 from workbench.analysis.artifacts import (
     EXEMPLAR_CHARS,
     build_eval_bundle,
@@ -17,6 +18,7 @@ from workbench.analysis.artifacts import (
     read_bundle,
     redact,
 )
+from workbench.analysis.report import FORMATS, render_report
 from workbench.errors import UsageError
 from workbench.store import ShardWriter, ingest
 from workbench.store.columns import STEP_COLUMNS
@@ -253,6 +255,31 @@ class TestExport:
         for name in ("results.jsonl", "trajectories.jsonl"):
             assert (live.out_dir / name).read_bytes() == (merged.out_dir / name).read_bytes()
 
+    @pytest.mark.parametrize(("max_steps", "max_bytes", "ranges"), [
+        (4, 1 << 30, [(0, 0), (1, 1), (2, 2), (3, 3)]),
+        (6, 1 << 30, [(0, 1), (2, 3)]),
+        (1 << 20, 1, [(0, 0), (1, 1), (2, 2), (3, 3)]),
+    ])
+    def test_steps_are_sorted_one_bounded_range_of_problems_at_a_time(self, exported, tmp_path, monkeypatch,
+                                                                      max_steps, max_bytes, ranges):
+        store, whole = exported
+        monkeypatch.setattr(artifacts, "_RANGE_STEPS", max_steps)
+        monkeypatch.setattr(artifacts, "_RANGE_BYTES", max_bytes)
+        assert artifacts.step_ranges(open_store(store), RUN) == ranges
+        split = export_run(store, RUN, tmp_path / "split")
+        for name in ("results.jsonl", "trajectories.jsonl"):
+            assert (split.out_dir / name).read_bytes() == (whole.out_dir / name).read_bytes()
+
+    def test_a_run_without_steps_exports_empty_files_and_undefined_numbers(self, tmp_path):
+        store = _write_store(tmp_path / "nel.duckdb", [("c", [])])
+        result = export_run(store, RUN, tmp_path / "out")
+        assert result.n_results == 0 and (result.out_dir / "results.jsonl").read_bytes() == b""
+        bundle = read_bundle(result.bundle)
+        assert bundle["n_steps"] == 0 and bundle["buckets"]["missing"] == 1
+        assert bundle["pass_at_k"]["1"]["value"] is None and bundle["runtime_stats"]["wall_time_s"] is None
+        assert bundle["failure_analysis"]["categories"] == [] and bundle["categories"] == {}
+        assert all(render_report(bundle, fmt) for fmt in FORMATS)
+
     def test_leaves_no_temporary_files(self, exported):
         names = sorted(p.name for p in exported[1].out_dir.iterdir())
         assert names == ["eval-r1.json", "failure_analysis.json", "results.jsonl", "runtime_stats.json",
@@ -286,3 +313,12 @@ def test_redact_replaces_credentials_and_keeps_everything_else():
     assert redact(data) == {"api_key": "<redacted>", "Authorization": "<redacted>", "max_tokens": 5,
                             "nested": [{"hf_token": "<redacted>"}], "url": "https://<redacted>@h/v1?key=<redacted>&x=1",
                             "model_id": "m"}
+
+
+def test_json_stored_with_newlines_still_gives_one_line_per_step():
+    step = dict.fromkeys(artifacts._STEP_NAMES)
+    step.update(task_idx=0, repeat=0, reward=1.0, passed=True, scoring_details='{\n  "method": "x\\ny"\n}',
+                metadata='{"category": "a"}')
+    for line in (artifacts.results_line(step), artifacts.trajectory_line(RUN, step)):
+        text = orjson.dumps(line)
+        assert b"\n" not in text and orjson.loads(text)["scoring_details"] == {"method": "x\ny"}

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 import orjson
 
+from workbench.analysis.artifacts import export_run, run_summary
 from workbench.analysis.run_summary import RunSummary, summarize
 from workbench.cli import DEFAULT_OUTPUT_DIR
 from workbench.cli.progress import progress_bar
@@ -72,14 +73,13 @@ def read_summary(store: Path, run_id: str, shard: Shard | None = None) -> RunSum
     if not runs:
         raise UsageError(f"{store}: no run {run_id!r}")
     n_tasks, n_repeats = int(runs[0][0]), int(runs[0][1])
-    shard_idx = None
-    if shard is not None and shard.sharded:
-        shard_idx = shard.idx
-        bounds = s.rows(
-            "SELECT problem_start, problem_end FROM run_shards WHERE run_id = ? AND shard_idx = ?", [run_id, shard_idx]
-        )
-        n_tasks = int(bounds[0][1] - bounds[0][0]) if bounds else 0
-    o = s.run_outcomes(run_id, shard_idx)
+    if shard is None or not shard.sharded:
+        return run_summary(s, {"run_id": run_id, "n_tasks": n_tasks, "n_repeats": n_repeats})
+    bounds = s.rows(
+        "SELECT problem_start, problem_end FROM run_shards WHERE run_id = ? AND shard_idx = ?", [run_id, shard.idx]
+    )
+    n_tasks = int(bounds[0][1] - bounds[0][0]) if bounds else 0
+    o = s.run_outcomes(run_id, shard.idx)
     return summarize(
         run_id, n_tasks=n_tasks, n_repeats=n_repeats, attempts=o.attempts, passes=o.passes,
         latency_ms=o.latency_ms, failures=o.failures, tokens=o.tokens,
@@ -184,6 +184,9 @@ def execute_run(
     name = f"summary-shard-{shard.idx}.json" if shard.sharded else "summary.json"
     path = write_summary_json(output_dir, summary, result, name)
     print(f"  summary  {path}")
+    if result.ingested and not shard.sharded:
+        export = export_run(store, result.run_id, output_dir / "runs" / result.run_id)
+        print(f"  export   {export.bundle} (+ results, trajectories, runtime stats, failure analysis)")
     if shard.sharded:
         print(f"  next     when all {shard.total} shards are done: nel eval merge {store}")
     return 0 if result.status == "complete" else 1
@@ -248,6 +251,9 @@ def cmd_eval_merge(args: argparse.Namespace) -> int:
         if est is not None:
             print(f"    pass@1 {est.value:.4f}  95% CI [{est.low:.4f}, {est.high:.4f}]  "
                   f"({summary.n_steps}/{summary.n_steps_expected} steps)")
+        if status == "complete":
+            export = export_run(target, run_id, target.parent / "runs" / run_id)
+            print(f"    export {export.bundle}")
     return 1 if report.missing_shards else 0
 
 

@@ -190,7 +190,7 @@ class Store:
 
     def run_outcomes(self, run_id: str, shard_idx: int | None = None) -> RunOutcomes:
         """What a run's summary is computed from, aggregated in SQL: per-task attempt and pass
-        counts, every step's latency, failure counts and token totals."""
+        counts (in task order), every step's latency, failure counts and token totals."""
         where = "run_id = ?" + ("" if shard_idx is None else " AND shard_idx = ?")
         params: list[Any] = [run_id] if shard_idx is None else [run_id, shard_idx]
         query = f"""
@@ -207,12 +207,14 @@ class Store:
             f"SELECT latency_ms FROM steps WHERE {where} AND latency_ms IS NOT NULL", params,
             lambda cur: cur.fetchnumpy()["latency_ms"],
         )
-        tasks = [(a, b) for kind, _, a, b in rows if kind == "task"]
+        # by task index: the float sums behind each mean then add up in the same order every time
+        tasks = sorted(((int(k), a, b) for kind, k, a, b in rows if kind == "task"))
+        tasks_ab = [(a, b) for _, a, b in tasks]
         totals = {kind: (a, b) for kind, _, a, b in rows if kind.startswith("tokens")}
         prompt, completion = totals.get("tokens", (None, None))
         return RunOutcomes(
-            attempts=np.array([a for a, _ in tasks], dtype=np.int64),
-            passes=np.array([b for _, b in tasks], dtype=np.int64),
+            attempts=np.array([a for a, _ in tasks_ab], dtype=np.int64),
+            passes=np.array([b for _, b in tasks_ab], dtype=np.int64),
             latency_ms=np.asarray(latency, dtype=np.float64),
             failures={str(k): int(a) for kind, k, a, _ in rows if kind == "failure"},
             tokens={
