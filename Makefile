@@ -25,6 +25,7 @@ lint: install
 	$(BIN)/mypy
 
 test: install lint
+	command -v tmux >/dev/null || (apt-get update -q && apt-get install -y -q tmux)  # the TUI smoke test drives tmux
 	$(BIN)/pytest -q -p no:cacheprovider
 
 perf: install
@@ -32,6 +33,8 @@ perf: install
 	$(BIN)/python tests/perf/bench_client.py
 	$(BIN)/python tests/perf/bench_engine.py
 	$(BIN)/python tests/perf/bench_export.py
+	$(BIN)/python tests/perf/bench_stats.py
+	$(BIN)/python tests/perf/bench_compare.py
 
 clean:
 	rm -rf $(VENV) nel-results nel-demo .pytest_cache .mypy_cache .ruff_cache

@@ -143,6 +143,43 @@ def build_parser() -> argparse.ArgumentParser:
     _store_arg(rp)
     rp.set_defaults(func=_handler("eval_export", "cmd_eval_report"))
 
+    st = ev_sub.add_parser("stats", help="a run's statistics: pass@k, mean reward, intervals, slices, variance split")
+    st.add_argument("source", metavar="RUN_OR_DIR", help="a run id in the store, or an exported results directory")
+    st.add_argument("--metric", help="score this metric (default: the run's primary metric)")
+    st.add_argument("--by", action="append", metavar="COLUMN", help="also per slice of this metadata column "
+                    "(e.g. category; repeatable)")
+    st.add_argument("--cluster", metavar="COLUMN", help="cluster standard errors by this metadata column "
+                    "(tasks sharing a passage or category)")
+    st.add_argument("--bootstrap", type=int, default=10_000, metavar="N", help="bootstrap resamples (default 10000; "
+                    "0: none)")
+    st.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    st.add_argument("--format", choices=("text", "json"), default="text")
+    _store_arg(st)
+    st.set_defaults(func=_handler("stats_cmd", "cmd_eval_stats"))
+
+    cmp = sub.add_parser("compare", help="paired comparison of two runs: deltas, intervals, p-values, flips, verdict")
+    cmp.add_argument("baseline", metavar="BASELINE", help="run id in the store, or a results directory")
+    cmp.add_argument("candidate", metavar="CANDIDATE", help="run id in the store, or a results directory")
+    cmp.add_argument("--max-drop", type=float, default=0.05, metavar="X",
+                     help="largest tolerated drop of the metric (absolute, default 0.05)")
+    cmp.add_argument("--metric", help="compare this metric (default: each run's primary metric)")
+    cmp.add_argument("--strict", action="store_true", help="exit 1 on BLOCK, 2 on WARN or INCONCLUSIVE")
+    cmp.add_argument("--output", metavar="regression.json", help="write the full comparison as JSON")
+    cmp.add_argument("--show-flips", action="store_true", help="list every task that flipped")
+    cmp.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and permutation test (default 0)")
+    _store_arg(cmp)
+    cmp.set_defaults(func=_handler("compare_cmd", "cmd_compare"))
+
+    gate = sub.add_parser("gate", help="apply a release policy to two results directories: GO / NO-GO / INCONCLUSIVE")
+    gate.add_argument("baseline", metavar="BASELINE_DIR")
+    gate.add_argument("candidate", metavar="CANDIDATE_DIR")
+    gate.add_argument("--policy", required=True, metavar="policy.yaml")
+    gate.add_argument("--format", choices=("text", "json"), default="text")
+    gate.add_argument("--strict", action="store_true", help="exit 1 on NO-GO, 2 on INCONCLUSIVE")
+    gate.add_argument("--verbose", action="store_true", help="show each benchmark's statistics")
+    gate.add_argument("--seed", type=int, default=0)
+    gate.set_defaults(func=_handler("compare_cmd", "cmd_gate"))
+
     demo = sub.add_parser("demo", help="run GSM8K against the built-in mock model end to end")
     demo.add_argument("--problems", type=_positive_int, default=200)
     demo.add_argument("--repeats", type=_positive_int, default=4)

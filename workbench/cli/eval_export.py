@@ -9,7 +9,7 @@ from typing import Any
 
 from workbench.analysis.artifacts import build_eval_bundle, export_run, read_bundle, write_text
 from workbench.analysis.report import EXTENSIONS, FORMATS, render_report
-from workbench.cli.eval_run import store_path
+from workbench.cli.paths import store_path
 from workbench.errors import UsageError
 from workbench.store import open_store, segments_root
 

@@ -18,6 +18,7 @@ import orjson
 from workbench.analysis.artifacts import export_run, run_summary
 from workbench.analysis.run_summary import RunSummary, summarize
 from workbench.cli import DEFAULT_OUTPUT_DIR
+from workbench.cli.paths import store_path
 from workbench.cli.progress import progress_bar
 from workbench.cli.render import render_summary
 from workbench.engine import RunProgress, RunResult, Shard, run_evaluation, shard_from_env
@@ -39,12 +40,6 @@ def run_async(coro: Coroutine[Any, Any, T]) -> T:
     except ImportError:
         return asyncio.run(coro)
     return uvloop.run(coro)
-
-
-def store_path(args: argparse.Namespace) -> Path:
-    if getattr(args, "store", None):
-        return resolve_store_path(args.store)
-    return Path(getattr(args, "output_dir", None) or DEFAULT_OUTPUT_DIR) / "nel.duckdb"
 
 
 def model_config(args: argparse.Namespace) -> ModelConfig:

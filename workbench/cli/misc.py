@@ -31,7 +31,7 @@ def cmd_sql(args: argparse.Namespace) -> int:
     import duckdb
     import polars as pl
 
-    from workbench.cli.eval_run import store_path
+    from workbench.cli.paths import store_path
     from workbench.store import open_store
 
     if bool(args.query) == bool(args.named):

@@ -1,0 +1,103 @@
+"""``nel eval stats RUN_OR_DIR``: a run's statistics with analytic and bootstrap intervals, per slice.
+
+Thin: ``workbench.analysis`` loads and computes, this module only lays the numbers out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+
+import orjson
+
+from workbench.analysis.run_stats import BUCKETS, RunStatistics, SliceStatistics, run_statistics
+from workbench.analysis.sources import load_run
+from workbench.cli.paths import store_path
+from workbench.errors import UsageError
+
+
+def cmd_eval_stats(args: argparse.Namespace) -> int:
+    if args.bootstrap < 0:
+        raise UsageError(f"--bootstrap must be 0 (none) or a number of resamples, got {args.bootstrap}")
+    data = load_run(args.source, store=store_path(args), metric=args.metric)
+    stats = run_statistics(data, by=tuple(args.by or ()), cluster=args.cluster, bootstrap=args.bootstrap,
+                           seed=args.seed)
+    if args.format == "json":
+        sys.stdout.buffer.write(orjson.dumps(stats.to_dict(), option=orjson.OPT_INDENT_2) + b"\n")
+    else:
+        sys.stdout.write(render_stats(stats) + "\n")
+    return 0
+
+
+def render_stats(stats: RunStatistics) -> str:
+    """The statistics as aligned plain-text tables."""
+    o = stats.overall
+    model = f", model {stats.model_id}" if stats.model_id else ""
+    lines = [
+        f"run {stats.run_id} ({stats.benchmark}{model}), metric {stats.metric}",
+        f"  {o.n_tasks} tasks x {stats.n_repeats} repeats: {o.n_tasks_attempted} attempted, {o.n_attempts} attempts, "
+        f"{o.n_pass} passed, {o.n_errors} errored (no answer came back; counted as failures)",
+        f"  {_method(stats)}",
+        "",
+    ]
+    slices = (o, *stats.slices)
+    rows: list[tuple[str, ...]] = [("slice", "metric", "value", "95% CI analytic", "95% CI bootstrap", "tasks")]
+    for s in slices:
+        estimates = list(s.pass_at_k.values()) + ([] if stats.binary else [s.mean_reward])
+        for i, e in enumerate(estimates):
+            spread = e.n_clusters >= 2  # one task (or cluster) says nothing about the spread
+            rows.append((s.label if i == 0 else "", e.name, _num(e.value), _ci(e.low, e.high) if spread else "-",
+                         _ci(e.boot_low, e.boot_high) if stats.n_resamples and spread else "-", str(e.n_tasks)))
+    lines += _table(rows, right={2, 5})
+    lines.append("  (-: no interval, fewer than two independent tasks or clusters, or no bootstrap)")
+    lines.append("")
+    buckets = [b for b in BUCKETS if b != "missing"]
+    counts: list[tuple[str, ...]] = [("slice", "tasks", "attempts", "passed", "errors", *buckets, "missing")]
+    for s in slices:
+        counts.append((s.label, str(s.n_tasks), str(s.n_attempts), str(s.n_pass), str(s.n_errors),
+                       *(str(s.buckets[b]) for b in buckets), str(s.buckets["missing"])))
+    lines += _table(counts, right=set(range(1, len(counts[0]))))
+    lines.append("  errors: attempts with no answer (counted as failures); always..missing: tasks by outcome "
+                 "(errored: every attempt errored; missing: no attempt)")
+    lines.append("")
+    lines += _variance(o)
+    return "\n".join(lines)
+
+
+def _method(stats: RunStatistics) -> str:
+    analytic = "Student t on the across-task standard error"
+    units = "task"
+    if stats.cluster:
+        analytic = f"cluster-robust t (clustered by {stats.cluster}, {stats.overall.pass_at_k[1].n_clusters} clusters)"
+        units = f"{stats.cluster} cluster"
+    boot = (f"{stats.n_resamples:,} {units} resamples, seed {stats.seed}" if stats.n_resamples else "not run")
+    return f"95% intervals: analytic = {analytic}; bootstrap = {boot}"
+
+
+def _variance(s: SliceStatistics) -> list[str]:
+    v = s.variance
+    if math.isnan(v.within) or math.isnan(v.se):
+        return ["variance split: needs at least two tasks, one of them with two attempts"]
+    share = f"{100 * v.repeat_share:.0f}%" if not math.isnan(v.repeat_share) else "-"
+    return [
+        f"variance (all tasks): within-task {_num(v.within)} (repeat noise), across-task {_num(v.across)}; "
+        f"repeat noise makes {share} of the variance of the mean",
+        f"  standard error {_num(v.se)} now; {_num(v.se_double_repeats)} with twice the repeats, "
+        f"{_num(v.se_double_tasks)} with twice the tasks, {_num(v.se_infinite_repeats)} at best from repeats alone",
+    ]
+
+
+def _num(x: float) -> str:
+    return "-" if math.isnan(x) else f"{x:.4f}"
+
+
+def _ci(low: float, high: float) -> str:
+    return "-" if math.isnan(low) or math.isnan(high) else f"[{low:.4f}, {high:.4f}]"
+
+
+def _table(rows: list[tuple[str, ...]], right: set[int]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.rjust(w) if i in right else cell.ljust(w)
+                      for i, (cell, w) in enumerate(zip(row, widths, strict=True))).rstrip() for row in rows]
+
