@@ -272,3 +272,25 @@ def test_a_failed_roll_keeps_the_journal_and_loses_no_step(tmp_path, monkeypatch
     monkeypatch.undo()
     assert count(store) == 2
     assert ingest(store).steps_added == 2
+
+
+def test_a_pinned_store_answers_several_queries_from_one_snapshot(tmp_path, monkeypatch):
+    store = tmp_path / "nel.duckdb"
+    w = writer(store)
+    w.append(step(0, 0))
+    w.finish("complete")
+    reader = open_store(store)
+    opened = []
+    connect = type(reader).connect
+
+    def counting(self):
+        opened.append(1)
+        return connect(self)
+
+    monkeypatch.setattr(type(reader), "connect", counting)
+    with reader.pinned() as pinned:
+        assert pinned.rows("SELECT count(*) FROM steps") == [(1,)]
+        assert pinned.rows("SELECT count(*) FROM runs") == [(1,)]
+    assert len(opened) == 1
+    reader.rows("SELECT 1")
+    assert len(opened) == 2  # outside the block, each call has its own connection again

@@ -72,9 +72,10 @@ def export_run(store_path: str | Path, run_id: str, out_dir: str | Path) -> Expo
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise UsageError(f"{out}: is a file; the artifacts need a directory")
-    bundle = build_eval_bundle(store, run_id)  # first: it checks that the run exists
-    out.mkdir(parents=True, exist_ok=True)
-    n_steps = write_step_files(store, run_id, out / RESULTS, out / TRAJECTORIES)
+    with store.pinned():
+        bundle = build_eval_bundle(store, run_id)  # first: it checks that the run exists
+        out.mkdir(parents=True, exist_ok=True)
+        n_steps = write_step_files(store, run_id, out / RESULTS, out / TRAJECTORIES)
     stats = write_json(out / RUNTIME_STATS, bundle["runtime_stats"])
     failures = write_json(out / FAILURE_ANALYSIS, bundle["failure_analysis"])
     path = write_json(out / bundle_file_name(run_id), bundle)

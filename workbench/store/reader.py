@@ -51,6 +51,7 @@ class Store:
     """A read-only handle on a store; every call opens and closes its own connection."""
 
     def __init__(self, path: str | Path) -> None:
+        self._pinned: duckdb.DuckDBPyConnection | None = None
         self.path = resolve_store_path(path)
         if not self.path.exists() and not segments_root(self.path).is_dir():
             raise UsageError(f"{self.path}: no store here (no such file)")
@@ -163,8 +164,22 @@ class Store:
             )
 
     # ---- convenience readers returning polars frames -------------------------------------
+    @contextmanager
+    def pinned(self) -> Iterator[Store]:
+        """This store with every call inside the block on one connection: one snapshot for several
+        queries (a consistent view, and one set-up instead of one per call). For finished runs: a live
+        journal rolled away mid-block is an error here rather than a retry."""
+        with self.connect() as con:
+            self._pinned = con
+            try:
+                yield self
+            finally:
+                self._pinned = None
+
     def query(self, query: str, params: list[Any] | None, fetch: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
         """Run ``query`` and ``fetch`` its result, on a fresh snapshot if a live file vanished."""
+        if self._pinned is not None:
+            return fetch(self._pinned.execute(query, params or []))
         for attempt in range(8):
             try:
                 with self.connect() as con:
