@@ -180,6 +180,10 @@ def build_parser() -> argparse.ArgumentParser:
     gate.add_argument("--seed", type=int, default=0)
     gate.set_defaults(func=_handler("compare_cmd", "cmd_gate"))
 
+    tui = sub.add_parser("tui", help="the terminal UI: runs, live progress, sometimes-pass tasks, trajectory diffs")
+    _store_arg(tui)
+    tui.set_defaults(func=_handler("tui_cmd", "cmd_tui"))
+
     demo = sub.add_parser("demo", help="run GSM8K against the built-in mock model end to end")
     demo.add_argument("--problems", type=_positive_int, default=200)
     demo.add_argument("--repeats", type=_positive_int, default=4)

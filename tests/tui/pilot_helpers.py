@@ -1,0 +1,62 @@
+"""Helpers of the TUI tests: wait for workers, read what is on screen."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+from textual.app import App
+from textual.pilot import Pilot
+from textual.screen import Screen
+from textual.widgets import DataTable, Static
+from textual.worker import WorkerState
+
+_BUSY = (WorkerState.PENDING, WorkerState.RUNNING)
+
+
+def _tables_pending(app: App[object]) -> bool:
+    """A table lays out new rows on its next idle; a snapshot taken before would catch old column widths."""
+    return any(t._require_update_dimensions for s in app.screen_stack for t in s.query(DataTable))
+
+
+async def settle(pilot: Pilot[object], rounds: int = 200) -> None:
+    """Wait until no worker is running, the messages they posted are handled and the tables laid out."""
+    app = pilot.app
+    for _ in range(rounds):
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        if not any(w.state in _BUSY for w in app.workers) and not _tables_pending(app):
+            await pilot.pause()
+            return
+    raise AssertionError("workers kept running")
+
+
+async def open_screen(pilot: Pilot[object], screen: Screen[object]) -> None:
+    """Once the runs are listed, push ``screen`` and wait until it has loaded."""
+    await settle(pilot)
+    await pilot.app.push_screen(screen)
+    await settle(pilot)
+
+
+def screen_text(app: App[object]) -> str:
+    """The current screen as plain text, as a terminal would show it."""
+    console = Console(width=app.size.width, height=app.size.height, file=io.StringIO(), record=True,
+                      force_terminal=True, legacy_windows=False)
+    console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
+    return console.export_text()
+
+
+def text_of(app: App[object], selector: str) -> str:
+    """The text of a Static."""
+    return str(app.screen.query_one(selector, Static).content)
+
+
+def column(app: App[object], selector: str, key: str) -> list[str]:
+    """One column of a table, as plain strings."""
+    table = app.screen.query_one(selector, DataTable)
+    return [str(table.get_cell(row, key)).strip() for row in table.rows]
+
+
+def row_keys(app: App[object], selector: str) -> list[str]:
+    table = app.screen.query_one(selector, DataTable)
+    return [str(key.value) for key in table.rows]

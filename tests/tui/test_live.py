@@ -1,0 +1,86 @@
+"""Screen 3: a run another process is writing, watched live (the store is polled at least once a second)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from pilot_helpers import column, settle, text_of
+from tui_store import RUN_A
+
+from workbench.store.layout import segments_root
+from workbench.tui.app import NelApp
+from workbench.tui.screens.live import LiveScreen
+from workbench.tui.screens.runs import RunsScreen
+from workbench.tui.screens.task import TaskScreen
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(40)]
+WRITER = Path(__file__).with_name("tui_store.py")
+
+
+class TestLive:
+    async def test_updates_at_least_once_a_second_while_another_process_writes(self, tmp_path: Path) -> None:
+        store = tmp_path / "nel.duckdb"
+        writer = subprocess.Popen([sys.executable, str(WRITER), "live", str(store)])
+        try:
+            deadline = time.monotonic() + 10
+            while not (segments_root(store) / "live-run").is_dir() and time.monotonic() < deadline:
+                time.sleep(0.02)
+            app = NelApp(store)
+            async with app.run_test(size=(100, 30)) as pilot:
+                await settle(pilot)
+                await app.push_screen(LiveScreen("live-run"))
+                screen = app.screen
+                assert isinstance(screen, LiveScreen)
+                seen: list[int] = []
+                started = time.monotonic()
+                while time.monotonic() - started < 2.0:
+                    await pilot.pause(0.25)
+                    if screen.snapshot is not None:
+                        seen.append(screen.snapshot.run.n_steps)
+                assert screen.polls >= 3  # ≥ 1 update a second over 2 s
+                assert len(set(seen)) >= 3 and seen == sorted(seen)  # the count moves as steps land
+                headline = text_of(app, "#headline")
+                assert headline.startswith("running · ") and "steps/s" in headline and "(now)" in headline
+                assert "— steps/s" not in headline
+                assert column(app, "#shards", "status") == ["running"]
+                assert "wrong" in text_of(app, "#failures")
+                assert app.screen.query_one("#latest").row_count > 0
+                writer.wait(timeout=20)
+                await pilot.pause(1.2)
+                await settle(pilot)
+                assert screen.snapshot is not None and screen.snapshot.run.status == "complete"
+                assert text_of(app, "#headline").startswith("complete · 60/60 steps (100.0%)")
+                assert column(app, "#shards", "done") == ["60/60"]
+        finally:
+            writer.kill()
+            writer.wait()
+
+    async def test_a_finished_run_shows_its_mean_rates_and_enter_opens_a_failure(self, demo: Path) -> None:
+        app = NelApp(demo)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await settle(pilot)
+            await pilot.press("down", "l")
+            await settle(pilot)
+            assert isinstance(app.screen, LiveScreen) and app.screen.run_id == RUN_A
+            headline = text_of(app, "#headline")
+            assert headline.startswith("complete · 28/32 steps (87.5%)") and "(mean)" in headline
+            assert "pass@1 0.500 [0.100, 0.900]" in headline
+            assert text_of(app, "#failures") == "failures by category: wrong 9  server_error 4  format_error 1"
+            await pilot.press("enter")
+            await settle(pilot)
+            assert isinstance(app.screen, TaskScreen) and app.screen.task_idx == 6  # the latest failure
+
+    async def test_a_run_that_is_not_there_is_a_message_and_polling_goes_on(self, demo: Path) -> None:
+        app = NelApp(demo)
+        async with app.run_test() as pilot:
+            await settle(pilot)
+            assert isinstance(app.screen, RunsScreen)
+            await app.push_screen(LiveScreen("not-yet"))
+            await pilot.pause(0.7)
+            await settle(pilot)
+            assert "Run not-yet is not in this store" in text_of(app, "#message")
+            assert app.screen.polls >= 2

@@ -1,0 +1,75 @@
+"""Smoke test in a real terminal: `nel tui` inside tmux, driven by keys, read back from the pane."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytestmark = [
+    pytest.mark.timeout(60),
+    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (apt-get install tmux)"),
+]
+NEL = str(Path(sys.executable).with_name("nel"))
+
+
+def _tmux(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["tmux", *args], capture_output=True, text=True, timeout=10)
+
+
+@pytest.fixture
+def session(demo: Path) -> Iterator[str]:
+    name = f"nel-tui-{os.getpid()}"
+    env = {k: v for k, v in os.environ.items() if k not in ("NEL_STORE", "TMUX")}
+    subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "120", "-y", "40",
+                    f"{NEL} tui --store {demo}"], check=True, env=env, timeout=10)
+    try:
+        yield name
+    finally:
+        _tmux("kill-session", "-t", name)
+
+
+def _wait_for(name: str, text: str, timeout: float = 10.0) -> str:
+    deadline = time.monotonic() + timeout
+    pane = ""
+    while time.monotonic() < deadline:
+        pane = _tmux("capture-pane", "-p", "-t", name).stdout
+        if text in pane:
+            return pane
+        time.sleep(0.1)
+    raise AssertionError(f"{text!r} never appeared; the pane shows:\n{pane}")
+
+
+def _keys(name: str, *keys: str) -> None:
+    for key in keys:
+        _tmux("send-keys", "-t", name, key)
+        time.sleep(0.3 if key == "Escape" else 0.05)  # an Escape followed at once by a key reads as alt+key
+
+
+def test_a_triage_session_from_runs_to_diff_to_sql_and_out(session: str) -> None:
+    pane = _wait_for(session, "demo-a")
+    assert "0.500 [0.100, 0.900]" in pane and "demo-b" in pane
+    _keys(session, "Down", "Enter")
+    _wait_for(session, "sometimes 3  never 1  errored 1  always 2  missing 1")
+    _keys(session, "b")
+    _wait_for(session, "bucket: sometimes")
+    _keys(session, "Enter")
+    _wait_for(session, "task 2 · task0002 · sometimes · 2/4 pass")
+    _keys(session, "d")
+    pane = _wait_for(session, "changed region")
+    assert "▶" in pane and "outcome: pass (reward 1) → wrong (reward 0)" in pane
+    _keys(session, "Escape", "Escape", "Escape", ":")
+    _wait_for(session, "named")
+    _keys(session, "C-r")
+    _wait_for(session, "2 rows")
+    _keys(session, "Escape", "q")
+    deadline = time.monotonic() + 10
+    while _tmux("has-session", "-t", session).returncode == 0 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _tmux("has-session", "-t", session).returncode != 0, "q did not quit the app"

@@ -1,0 +1,92 @@
+"""Failure triage over a store: the queries and diffs behind ``nel tui``, without any widget.
+
+Every function takes a ``Store`` (or plain values) and returns typed rows, so the TUI stays a thin
+view and each query is testable on its own. Filtering, sorting and paging of the task list happen in
+SQL: a run of 250,000 tasks opens as fast as one of 20. Statistics come from the store's views
+(``run_metrics``, ``task_stats``), never recomputed here.
+"""
+
+from workbench.analysis.triage.attempts import (
+    Attempt,
+    Block,
+    TaskDetail,
+    attempts,
+    blocks_text,
+    conversation,
+    counterpart,
+    default_pair,
+    scoring_difference,
+    task_detail,
+    transcript,
+)
+from workbench.analysis.triage.diff import DiffRow, Span, WordDiff, word_diff
+from workbench.analysis.triage.live import (
+    FailureEvent,
+    LiveSnapshot,
+    RateMeter,
+    ShardProgress,
+    average_rates,
+    live_snapshot,
+)
+from workbench.analysis.triage.runs import RUN_SORTS, RunHeader, RunRow, run_row, runs_table, sort_filter_runs
+from workbench.analysis.triage.sql import SqlResult, named_queries, one_line, run_sql
+from workbench.analysis.triage.tasks import (
+    BUCKETS,
+    TASK_SORTS,
+    RunOverview,
+    TaskFacets,
+    TaskFilter,
+    TaskList,
+    TaskPage,
+    TaskRow,
+    run_overview,
+    task_facets,
+    task_list,
+    task_page,
+)
+
+__all__ = [
+    "BUCKETS",
+    "RUN_SORTS",
+    "TASK_SORTS",
+    "Attempt",
+    "Block",
+    "DiffRow",
+    "FailureEvent",
+    "LiveSnapshot",
+    "RateMeter",
+    "RunHeader",
+    "RunOverview",
+    "RunRow",
+    "ShardProgress",
+    "Span",
+    "SqlResult",
+    "TaskDetail",
+    "TaskFacets",
+    "TaskFilter",
+    "TaskList",
+    "TaskPage",
+    "TaskRow",
+    "WordDiff",
+    "attempts",
+    "average_rates",
+    "blocks_text",
+    "conversation",
+    "counterpart",
+    "default_pair",
+    "live_snapshot",
+    "named_queries",
+    "one_line",
+    "run_overview",
+    "run_row",
+    "run_sql",
+    "runs_table",
+    "scoring_difference",
+    "sort_filter_runs",
+    "task_detail",
+    "task_facets",
+    "task_list",
+    "task_page",
+    "transcript",
+    "word_diff",
+]

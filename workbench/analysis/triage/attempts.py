@@ -1,0 +1,227 @@
+"""One task's attempts, their transcripts, the pairs worth diffing and how their scoring differs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import orjson
+
+from workbench.analysis.triage._store import fetch_dicts, fetch_many, parse_json
+from workbench.analysis.triage.tasks import BUCKET_SQL
+from workbench.store.reader import Store
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One step, with its JSON columns parsed."""
+
+    run_id: str
+    task_idx: int
+    repeat: int
+    task_id: str
+    passed: bool
+    reward: float
+    expected_answer: str | None
+    extracted_answer: str | None
+    failure_category: str | None
+    error: str | None
+    scoring_method: str | None
+    scoring_details: Any
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    total_tokens: int | None
+    latency_ms: float | None
+    finish_reason: str | None
+    http_status: int | None
+    n_retries: int | None
+    messages: list[Any]
+    response: str | None
+    reasoning: str | None
+    tool_calls: Any
+    scores: Any
+
+    @property
+    def outcome(self) -> str:
+        """``pass``, ``wrong`` (answered, not right) or the failure category."""
+        return "pass" if self.passed else self.failure_category or "wrong"
+
+    @property
+    def label(self) -> str:
+        return f"{self.run_id} #{self.task_idx} attempt {self.repeat} ({self.outcome})"
+
+
+@dataclass(frozen=True, slots=True)
+class TaskDetail:
+    run_id: str
+    task_idx: int
+    task_id: str
+    prompt: str | None
+    expected_answer: str | None
+    category: str | None
+    n: int
+    n_pass: int
+    wilson_low: float | None
+    wilson_high: float | None
+    bucket: str
+    attempts: list[Attempt]
+
+
+_ATTEMPT_COLUMNS = ", ".join(Attempt.__dataclass_fields__)
+_JSON_FIELDS = ("scoring_details", "messages", "tool_calls", "scores")
+
+
+def _attempt(row: dict[str, Any]) -> Attempt:
+    for name in _JSON_FIELDS:
+        row[name] = parse_json(row[name])
+    if not isinstance(row["messages"], list):
+        row["messages"] = [] if row["messages"] is None else [row["messages"]]
+    return Attempt(**row)
+
+
+def attempts(store: Store, run_id: str, *, task_idx: int | None = None, task_id: str | None = None) -> list[Attempt]:
+    """Every attempt of one task of a run (by index, or by content hash across runs), by repeat."""
+    key, value = ("task_idx", task_idx) if task_id is None else ("task_id", task_id)
+    query = f"SELECT {_ATTEMPT_COLUMNS} FROM steps WHERE run_id = ? AND {key} = ? ORDER BY repeat"
+    return [_attempt(row) for row in fetch_dicts(store, query, [run_id, value])]
+
+
+def task_detail(store: Store, run_id: str, task_idx: int) -> TaskDetail | None:
+    """A task's statistics, prompt and attempts; None when the run or the task is not in the store."""
+    query = f"""
+        SELECT ts.task_id, tk.prompt, tk.expected_answer, tk.metadata ->> 'category' AS category, ts.n, ts.n_pass,
+               ts.wilson_low, ts.wilson_high, {BUCKET_SQL} AS bucket
+        FROM task_stats ts LEFT JOIN tasks tk USING (task_id) WHERE ts.run_id = ? AND ts.task_idx = ?"""
+    steps = f"SELECT {_ATTEMPT_COLUMNS} FROM steps WHERE run_id = ? AND task_idx = ? ORDER BY repeat"
+    rows, steps_rows = fetch_many(store, [(query, [run_id, task_idx]), (steps, [run_id, task_idx])])
+    if not rows:
+        return None
+    return TaskDetail(run_id=run_id, task_idx=task_idx, **rows[0], attempts=[_attempt(r) for r in steps_rows])
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """One part of a transcript: a message, the reply, tool calls, an error or the scoring."""
+
+    kind: Literal["system", "user", "assistant", "tool", "reasoning", "error", "scoring"]
+    title: str
+    text: str
+
+
+def _content_text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts: text parts as text, anything else as JSON
+        return "\n".join(p["text"] if isinstance(p, dict) and isinstance(p.get("text"), str) else _pretty(p)
+                         for p in content)
+    return _pretty(content)
+
+
+def _pretty(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode()
+
+
+def conversation(attempt: Attempt) -> list[Block]:
+    """The exchange as the model saw it: messages sent, reasoning, the reply and its tool calls."""
+    blocks: list[Block] = []
+    for msg in attempt.messages:
+        msg = msg if isinstance(msg, dict) else {"role": "user", "content": msg}
+        role = str(msg.get("role") or "user")
+        kind = role if role in ("system", "user", "assistant", "tool") else "user"
+        title = role if not msg.get("tool_call_id") else f"{role} (call {msg['tool_call_id']})"
+        blocks.append(Block(kind, title, _content_text(msg.get("content"))))  # type: ignore[arg-type]
+        if msg.get("tool_calls"):
+            blocks.append(Block("tool", f"{role} tool calls", _pretty(msg["tool_calls"])))
+    if attempt.reasoning:
+        blocks.append(Block("reasoning", "reasoning", attempt.reasoning))
+    if attempt.error is None or attempt.response:
+        finish = f" (finish: {attempt.finish_reason})" if attempt.finish_reason else ""
+        blocks.append(Block("assistant", f"assistant reply{finish}", attempt.response or ""))
+    if attempt.tool_calls:
+        blocks.append(Block("tool", "reply tool calls", _pretty(attempt.tool_calls)))
+    return blocks
+
+
+def transcript(attempt: Attempt) -> list[Block]:
+    """The whole attempt, readable top to bottom: the conversation, then any error, then the scoring."""
+    blocks = conversation(attempt)
+    if attempt.error:
+        status = f"HTTP {attempt.http_status}, " if attempt.http_status else ""
+        blocks.append(Block("error", f"error ({status}{attempt.n_retries or 0} retries)", attempt.error))
+    lines = [
+        f"outcome: {attempt.outcome}   reward: {attempt.reward:g}   method: {attempt.scoring_method or '-'}",
+        f"extracted: {_show(attempt.extracted_answer)}",
+        f"expected:  {_show(attempt.expected_answer)}",
+    ]
+    if attempt.scoring_details is not None:
+        lines += ["details:", _pretty(attempt.scoring_details)]
+    if attempt.scores:
+        lines += ["metrics:", _pretty(attempt.scores)]
+    blocks.append(Block("scoring", "scoring", "\n".join(lines)))
+    return blocks
+
+
+def _show(value: str | None) -> str:
+    return "—" if value is None else repr(value)
+
+
+def blocks_text(blocks: Sequence[Block]) -> str:
+    """Blocks as plain text, each under a ``── title ──`` rule (what the diff compares)."""
+    return "\n".join(f"── {b.title} ──\n{b.text}" for b in blocks)
+
+
+def default_pair(attempts: Sequence[Attempt]) -> tuple[Attempt, Attempt] | None:
+    """The pair a diff opens on: the first passing and the first failing attempt when the task sometimes
+    passes (the most telling contrast), else the first two attempts; None with fewer than two."""
+    passing = [a for a in attempts if a.passed]
+    failing = [a for a in attempts if not a.passed]
+    if passing and failing:
+        return passing[0], failing[0]
+    return (attempts[0], attempts[1]) if len(attempts) >= 2 else None
+
+
+def counterpart(store: Store, attempt: Attempt, other_run: str) -> Attempt | None:
+    """The same task (by content hash) in ``other_run``: an attempt with the opposite outcome if there
+    is one, else the same repeat, else the first; None when that run never attempted the task."""
+    others = attempts(store, other_run, task_id=attempt.task_id)
+    for choose in (lambda o: o.passed != attempt.passed, lambda o: o.repeat == attempt.repeat, lambda o: True):
+        found = next((o for o in others if choose(o)), None)
+        if found is not None:
+            return found
+    return None
+
+
+def scoring_difference(a: Attempt, b: Attempt) -> list[str]:
+    """How the two attempts were scored differently, one sentence per difference."""
+    out: list[str] = []
+    if a.passed != b.passed or a.reward != b.reward:
+        out.append(f"outcome: {a.outcome} (reward {a.reward:g}) → {b.outcome} (reward {b.reward:g})")
+    elif a.failure_category != b.failure_category:
+        out.append(f"failure category: {a.failure_category or '—'} → {b.failure_category or '—'}")
+    if a.extracted_answer != b.extracted_answer:
+        out.append(f"extracted answer: {_show(a.extracted_answer)} → {_show(b.extracted_answer)}")
+    if a.expected_answer != b.expected_answer:
+        out.append(f"expected answer: {_show(a.expected_answer)} → {_show(b.expected_answer)}")
+    elif a.extracted_answer != b.extracted_answer:
+        out.append(f"expected answer (both): {_show(a.expected_answer)}")
+    if a.scoring_method != b.scoring_method:
+        out.append(f"scoring method: {a.scoring_method or '—'} → {b.scoring_method or '—'}")
+    if (a.error or None) != (b.error or None):
+        out.append(f"error: {a.error or '—'} → {b.error or '—'}")
+    da, db = a.scoring_details, b.scoring_details
+    if isinstance(da, dict) and isinstance(db, dict):
+        keys = [k for k in dict.fromkeys([*da, *db]) if da.get(k) != db.get(k) and k != "method"]
+        out += [f"details.{k}: {_brief(da.get(k))} → {_brief(db.get(k))}" for k in keys]
+    elif da != db:
+        out.append(f"details: {_brief(da)} → {_brief(db)}")
+    return out or ["scored the same"]
+
+
+def _brief(value: Any, limit: int = 60) -> str:
+    text = "—" if value is None else orjson.dumps(value).decode() if not isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,197 @@
+"""The task list of a run: filtered, sorted and paged in SQL, so a run of any size opens at once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from workbench.analysis.triage._store import fetch_dicts, fetch_many
+from workbench.analysis.triage.runs import RunHeader, RunRow, run_query
+from workbench.store.reader import Store
+
+BUCKETS = ("sometimes", "never", "errored", "always", "missing")
+"""Outcome buckets, highest-signal first. ``errored``: every attempt failed in transport (no answer came
+back), which ``task_stats`` counts as ``never``; it is split out here because it says nothing about the model."""
+
+BUCKET_SQL = "CASE WHEN ts.n > 0 AND ts.n_error = ts.n THEN 'errored' ELSE ts.bucket END"
+_BUCKET_RANK = "list_position(['sometimes', 'never', 'errored', 'always', 'missing'], bucket)"
+
+TASK_SORTS: dict[str, str] = {
+    "bucket": _BUCKET_RANK,
+    "task": "task_idx",
+    "passes": "n_pass",
+    "pass rate": "pass_rate",
+    "wilson": "wilson_low",
+    "category": "category",
+    "failure": "failure_category",
+    "tokens": "mean_tokens",
+    "latency": "mean_latency_ms",
+}
+"""Sort keys of the task list and the SQL each one orders by (a whitelist: no user text reaches SQL)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TaskFilter:
+    """What the task list shows: a bucket, a task category, a failure category, free text over the
+    prompt and the responses, and the sort order."""
+
+    bucket: str | None = None
+    category: str | None = None
+    failure: str | None = None
+    text: str = ""
+    sort: str = "bucket"
+    descending: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRow:
+    task_idx: int
+    task_id: str
+    n: int
+    n_pass: int
+    n_error: int
+    pass_rate: float | None
+    wilson_low: float | None
+    wilson_high: float | None
+    bucket: str
+    category: str | None
+    failure_category: str | None
+    mean_tokens: float | None
+    mean_latency_ms: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class TaskPage:
+    """A window of the filtered, sorted task list and the size of the whole list."""
+
+    rows: list[TaskRow]
+    total: int
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class TaskFacets:
+    """The values a run's task filters can take, with how many tasks fall in each bucket."""
+
+    buckets: dict[str, int]
+    categories: list[str]
+    failures: list[str]
+
+
+_FAILURES_SQL = """
+    SELECT task_idx,
+           mode(failure_category) FILTER (WHERE failure_category IS NOT NULL) AS failure_category,
+           list(DISTINCT failure_category) FILTER (WHERE failure_category IS NOT NULL) AS failures
+    FROM steps WHERE run_id = ? {and_where} GROUP BY task_idx"""
+_STATS_SQL = f"""
+    SELECT ts.task_idx, ts.task_id, ts.n, ts.n_pass, ts.n_error, ts.pass_rate, ts.wilson_low, ts.wilson_high,
+           {BUCKET_SQL} AS bucket, ts.mean_tokens, ts.mean_latency_ms
+    FROM task_stats ts WHERE ts.run_id = ?"""
+_TASKS_CTE = f"""
+    WITH st AS ({_FAILURES_SQL.format(and_where="")}), t AS (
+        SELECT ts.*, tk.metadata ->> 'category' AS category, st.failure_category,
+               coalesce(st.failures, []) AS failures
+        FROM ({_STATS_SQL}) ts LEFT JOIN tasks tk USING (task_id) LEFT JOIN st USING (task_idx)
+    )
+"""
+"""Every task of a run with its statistics, bucket, category and failure categories (params: run, run)."""
+_TASK_COLUMNS = ", ".join(TaskRow.__dataclass_fields__)
+_TEXT_SQL = ("(task_id = ? OR task_idx::VARCHAR = ? OR task_id IN (SELECT task_id FROM tasks WHERE "
+             "contains(lower(prompt), ?)) OR task_idx IN (SELECT task_idx FROM steps WHERE run_id = ? AND "
+             "contains(lower(response), ?)))")
+
+
+def _page_query(run_id: str, flt: TaskFilter, offset: int, limit: int) -> tuple[str, list[Any]]:
+    """The page's SELECT. When neither the filter nor the sort needs a task's category or failure
+    categories, they are looked up for the page's rows only, after the window is cut (the common case,
+    and a third of the cost on a large run)."""
+    where: list[str] = ["TRUE"]
+    params: list[Any] = []
+    for column, value in (("bucket", flt.bucket), ("category", flt.category)):
+        if value:
+            where.append(f"{column} = ?")
+            params.append(value)
+    if flt.failure:
+        where.append("list_contains(failures, ?)")
+        params.append(flt.failure)
+    text = flt.text.strip().lower()
+    if text:
+        where.append(_TEXT_SQL)
+        params += [text, text, text, run_id, text]
+    order = TASK_SORTS.get(flt.sort, TASK_SORTS["bucket"])
+    order_by = f"ORDER BY {order} {'DESC' if flt.descending else 'ASC'} NULLS LAST, task_idx"
+    if flt.category or flt.failure or flt.sort in ("category", "failure"):
+        query = (f"{_TASKS_CTE} SELECT {_TASK_COLUMNS}, count(*) OVER () AS total FROM t "
+                 f"WHERE {' AND '.join(where)} {order_by} LIMIT ? OFFSET ?")
+        return query, [run_id, run_id, *params, limit, offset]
+    query = f"""
+        WITH page AS (SELECT *, count(*) OVER () AS total FROM ({_STATS_SQL}) AS t
+                      WHERE {' AND '.join(where)} {order_by} LIMIT ? OFFSET ?),
+             st AS ({_FAILURES_SQL.format(and_where="AND task_idx IN (SELECT task_idx FROM page)")})
+        SELECT {_TASK_COLUMNS}, total FROM (
+            SELECT page.*, tk.metadata ->> 'category' AS category, st.failure_category
+            FROM page LEFT JOIN tasks tk USING (task_id) LEFT JOIN st USING (task_idx)
+        ) {order_by}"""
+    return query, [run_id, *params, limit, offset, run_id]
+
+
+def _page(rows: list[dict[str, Any]], offset: int) -> TaskPage:
+    total = int(rows[0]["total"]) if rows else 0
+    for row in rows:
+        del row["total"]
+    return TaskPage([TaskRow(**row) for row in rows], total, offset)
+
+
+_FACETS_SQL = f"""{_TASKS_CTE}
+    SELECT 'bucket' AS kind, bucket AS value, count(*) AS n FROM t GROUP BY bucket
+    UNION ALL SELECT 'category', category, count(*) FROM t WHERE category IS NOT NULL GROUP BY category
+    UNION ALL SELECT 'failure', f, count(*) FROM (SELECT unnest(failures) AS f FROM t) GROUP BY f"""
+
+
+def _facets(rows: list[dict[str, Any]]) -> TaskFacets:
+    buckets = dict.fromkeys(BUCKETS, 0)
+    buckets.update({r["value"]: int(r["n"]) for r in rows if r["kind"] == "bucket"})
+    return TaskFacets(
+        buckets=buckets,
+        categories=sorted(r["value"] for r in rows if r["kind"] == "category"),
+        failures=sorted(r["value"] for r in rows if r["kind"] == "failure"),
+    )
+
+
+def task_page(store: Store, run_id: str, flt: TaskFilter | None = None, *, offset: int = 0,
+              limit: int = 500) -> TaskPage:
+    """One page of a run's tasks, filtered and sorted in SQL (ties broken by task index)."""
+    return _page(fetch_dicts(store, *_page_query(run_id, flt or TaskFilter(), offset, limit)), offset)
+
+
+def task_facets(store: Store, run_id: str) -> TaskFacets:
+    """Bucket counts, task categories and failure categories of one run (for the filter keys)."""
+    return _facets(fetch_dicts(store, _FACETS_SQL, [run_id, run_id]))
+
+
+@dataclass(frozen=True, slots=True)
+class TaskList:
+    """What the task list opens with: the run (None when it is gone) and the first page."""
+
+    run: RunHeader | None
+    page: TaskPage
+
+
+def task_list(store: Store, run_id: str, flt: TaskFilter | None = None, *, limit: int = 500) -> TaskList:
+    """The run's header and the first page, on one connection. The run's metrics and the facets take
+    as long again (``run_overview``): the page should not wait for them."""
+    header = f"SELECT {', '.join(RunHeader.__dataclass_fields__)} FROM runs WHERE run_id = ?"
+    run, page = fetch_many(store, [(header, [run_id]), _page_query(run_id, flt or TaskFilter(), 0, limit)])
+    return TaskList(RunHeader(**run[0]) if run else None, _page(page, 0))
+
+
+@dataclass(frozen=True, slots=True)
+class RunOverview:
+    run: RunRow | None
+    facets: TaskFacets
+
+
+def run_overview(store: Store, run_id: str) -> RunOverview:
+    """A run's metrics (pass@1 with its interval) and its task facets, on one connection."""
+    run, facets = fetch_many(store, [run_query(run_id), (_FACETS_SQL, [run_id, run_id])])
+    return RunOverview(RunRow(**run[0]) if run else None, _facets(facets))

@@ -1,0 +1,146 @@
+"""Screen 3: a run as it is written (by this process or any other): progress per shard, steps/s,
+tokens/s, running pass@1 with its interval, failures by category and the latest failures.
+
+A timer asks for a fresh snapshot twice a second; the read runs in a worker, and a new read starts
+only when the last one has answered, so a slow store slows the updates, never the keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import ClassVar
+
+from textual import on
+from textual.binding import Binding, BindingType
+from textual.widget import Widget
+from textual.widgets import DataTable, Static
+
+from workbench.analysis.triage import LiveSnapshot, RateMeter, average_rates, live_snapshot
+from workbench.tui import format as fmt
+from workbench.tui.messages import LiveUpdated
+from workbench.tui.screens.base import NelScreen
+from workbench.tui.widgets.table import Cell, NelTable
+
+POLL_S = 0.5
+SHARD_COLUMNS = (("shard", "shard"), ("status", "status"), ("bar", "progress"), ("done", "steps"), ("pct", "%"))
+FAILURE_COLUMNS = (("when", "UTC"), ("task", "task"), ("repeat", "#"), ("outcome", "outcome"),
+                   ("extracted", "extracted"), ("expected", "expected"), ("error", "error"))
+
+
+class LiveScreen(NelScreen):
+    """Polls the store while shown; rates use the app's clock (injectable, so tests control them)."""
+
+    AUTO_FOCUS = "#latest"
+    title_text = "live run"
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("t", "tasks", "Tasks", tooltip="Open the task list of this run")]
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.meter = RateMeter(window_s=10.0)
+        self.snapshot: LiveSnapshot | None = None
+        self.polls = 0
+        self._in_flight = False
+
+    def crumb(self) -> str:
+        return f"nel › runs › {self.run_id} › live"
+
+    def compose_body(self) -> Iterable[Widget]:
+        yield Static("reading the run…", id="headline", classes="summary", markup=False)
+        yield NelTable(id="shards")
+        yield Static("", id="failures", classes="summary", markup=False)
+        yield Static("latest failures (Enter opens the task)", id="status", markup=False)
+        yield NelTable(id="latest")
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.query_one("#shards", NelTable).set_columns(SHARD_COLUMNS)
+        self.query_one("#latest", NelTable).set_columns(FAILURE_COLUMNS)
+        self.poll()
+        self.set_interval(POLL_S, self.poll)
+
+    def poll(self) -> None:
+        """Start a read unless one is still out (or another screen covers this one)."""
+        if self._in_flight or (self.polls and not self.is_current):
+            return
+        self._in_flight = True
+        run_id, clock = self.run_id, self.nel.clock
+        self.start("live", lambda token: LiveUpdated(token, live_snapshot(self.store(), run_id), clock()))
+
+    def on_live_updated(self, message: LiveUpdated) -> None:
+        self._in_flight = False
+        if not self.current("live", message.token):
+            return
+        self.polls += 1
+        snap = self.snapshot = message.snapshot
+        if snap is None:
+            self.say(f"Run {self.run_id} is not in this store (gone, or not started yet); still looking.", error=True)
+            return
+        self.say("")
+        self.meter.add(message.at, snap.run.n_steps, snap.run.total_tokens)
+        self._headline(snap)
+        self._shards(snap)
+        failures = "  ".join(f"{name} {n}" for name, n in snap.failures.items()) or "none yet"
+        self.query_one("#failures", Static).update(f"failures by category: {failures}")
+        self._latest(snap)
+
+    def failed(self, group: str, text: str) -> None:
+        self._in_flight = False
+        self.say(f"{text} (retrying)", error=True)
+
+    def _headline(self, snap: LiveSnapshot) -> None:
+        run = snap.run
+        live = run.status == "running"
+        rates = self.meter.rates() if live else average_rates(run)
+        speed = (f"{rates[0]:,.1f} steps/s · {rates[1]:,.0f} tokens/s" if rates else "— steps/s · — tokens/s")
+        kind = "now" if live else "mean"
+        pct = 100 * run.n_steps / run.n_steps_expected if run.n_steps_expected else 0.0
+        self.query_one("#headline", Static).update(
+            f"{run.status} · {run.n_steps:,}/{run.n_steps_expected:,} steps ({pct:.1f}%) · {speed} ({kind})\n"
+            f"pass@1 {fmt.estimate(run.pass_at_1, run.pass_at_1_low, run.pass_at_1_high)} · "
+            f"{run.benchmark} · {run.model_id or '—'} · elapsed {fmt.duration(run.duration_s)}")
+
+    def _shards(self, snap: LiveSnapshot) -> None:
+        table = self.query_one("#shards", NelTable)
+        rows: list[tuple[Cell, ...]] = [
+            (fmt.num(str(s.shard_idx)), s.status, fmt.bar(s.done, s.expected), fmt.num(f"{s.done}/{s.expected}"),
+             fmt.num(f"{100 * s.done / s.expected:.0f}%" if s.expected else "—"))
+            for s in snap.shards
+        ]
+        if table.row_count != len(rows):
+            table.clear()
+            for s, row in zip(snap.shards, rows, strict=True):
+                table.add_row(*row, key=str(s.shard_idx))
+            return
+        for s, row in zip(snap.shards, rows, strict=True):
+            for (key, _), value in zip(SHARD_COLUMNS, row, strict=True):
+                table.update_cell(str(s.shard_idx), key, value, update_width=True)
+
+    def _latest(self, snap: LiveSnapshot) -> None:
+        table = self.query_one("#latest", NelTable)
+        keys = [f"{e.task_idx}:{e.repeat}" for e in snap.latest]
+        if keys == [str(k.value) for k in table.rows]:
+            return
+        keep = table.highlighted_key()
+        table.clear()
+        for key, e in zip(keys, snap.latest, strict=True):
+            table.add_row(fmt.clock(e.started_at), fmt.num(str(e.task_idx)), fmt.num(str(e.repeat)), e.outcome,
+                          fmt.clip(e.extracted_answer, 14), fmt.clip(e.expected_answer, 14), fmt.clip(e.error, 40),
+                          key=key)
+        table.move_to_key(keep)
+
+    @on(DataTable.RowSelected, "#latest")
+    def _open(self, event: DataTable.RowSelected) -> None:
+        from workbench.tui.screens.task import TaskScreen
+
+        task_idx = int(str(event.row_key.value).split(":")[0])
+        self.app.push_screen(TaskScreen(self.run_id, task_idx))
+
+    @on(DataTable.RowSelected, "#shards")
+    def _shard_enter(self) -> None:
+        self.action_tasks()
+
+    def action_tasks(self) -> None:
+        from workbench.tui.screens.tasks import TasksScreen
+
+        self.app.push_screen(TasksScreen(self.run_id))

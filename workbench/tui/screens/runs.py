@@ -1,0 +1,190 @@
+"""Screen 1: every run in the store: sort, filter, open its tasks or watch it live."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import ClassVar
+
+from textual import on
+from textual.binding import Binding, BindingType
+from textual.widget import Widget
+from textual.widgets import DataTable, Input, Static
+
+from workbench.analysis.triage import RUN_SORTS, RunRow, runs_table, sort_filter_runs
+from workbench.tui import format as fmt
+from workbench.tui.messages import RunsLoaded
+from workbench.tui.screens.base import NelScreen
+from workbench.tui.widgets.table import NelTable
+
+COLUMNS = (("mark", " "), ("run", "run"), ("status", "status"), ("pass@1", "pass@1 [95% CI]"), ("size", "tasks×rep"),
+           ("benchmark", "benchmark"), ("model", "model"), ("started", "started (UTC)"), ("duration", "duration"),
+           ("steps", "steps"))
+_SORT_OF_COLUMN = {"run": "run", "benchmark": "benchmark", "model": "model", "status": "status",
+                   "steps": "steps", "pass@1": "pass@1", "started": "started", "duration": "duration"}
+REFRESH_S = 2.0
+
+
+class RunsScreen(NelScreen):
+    """The first screen: one row per run, newest first."""
+
+    AUTO_FOCUS = "#runs"
+    title_text = "runs"
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("l", "live", "Live", tooltip="Watch the highlighted run live (progress, rates, failures)"),
+        Binding("space", "mark", "Mark ref",
+                tooltip="Mark the highlighted run as the reference run: D on a task diffs against it"),
+        Binding("slash", "filter", "Filter", key_display="/",
+                tooltip="Filter runs by id, benchmark, model or status"),
+        Binding("s", "sort", "Sort", tooltip="Sort by the next column (started, run, benchmark, model, …)"),
+        Binding("S", "reverse", "Reverse", show=False, tooltip="Reverse the sort order"),
+        Binding("R", "reload", "Reload", show=False, tooltip="Read the runs again"),
+        Binding("escape", "back", "Clear filter", show=False, tooltip="Clear the filter"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.runs: list[RunRow] = []
+        self.sort, self.descending = "started", True
+        self.loaded = False
+
+    def crumb(self) -> str:
+        return f"nel › runs   {self.nel.store_path}"
+
+    def compose_body(self) -> Iterable[Widget]:
+        yield Input(placeholder="/ filter by run, benchmark, model or status", id="filter", compact=True)
+        yield Static("", id="status", markup=False)
+        yield NelTable(id="runs")
+        yield Static("", id="panel", markup=False)
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.query_one("#runs", NelTable).set_columns(COLUMNS)
+        self.query_one("#panel").display = False
+        self.query_one("#status", Static).update("loading runs…")
+        self.action_reload()
+        self.set_interval(REFRESH_S, self._refresh_running)
+
+    # ---- loading ------------------------------------------------------------------------------------
+    def action_reload(self) -> None:
+        """Read every run again (in a worker)."""
+        self.start("runs", lambda token: RunsLoaded(token, runs_table(self.store())))
+
+    def _refresh_running(self) -> None:
+        if self.is_current and any(r.status == "running" for r in self.runs):
+            self.action_reload()
+
+    def on_runs_loaded(self, message: RunsLoaded) -> None:
+        if not self.current("runs", message.token):
+            return
+        self.runs, self.loaded = message.runs, True
+        self.query_one("#filter").display = True  # a reload after a store error brings the list back
+        self.query_one("#panel").remove_class("error")
+        self.query_one("#panel").display = not self.runs
+        self.query_one("#runs").display = bool(self.runs)
+        if not self.runs:
+            self.query_one("#panel", Static).update(
+                "No runs in this store yet.\n\nStart one with `nel eval run -b gsm8k --model-url URL --model-id NAME "
+                f"--store {self.nel.store_path}`, then press R to reload.")
+        self.say("")
+        self._fill()
+        self.refresh_bindings()
+
+    def failed(self, group: str, text: str) -> None:
+        """A store that cannot be read: say why where the table would be."""
+        self.query_one("#runs").display = False
+        self.query_one("#filter").display = False
+        self.query_one("#status", Static).update("")
+        panel = self.query_one("#panel", Static)
+        panel.update(f"Cannot read the store.\n\n{text}\n\nStart nel tui with --store PATH naming a store written by "
+                     "`nel eval run` (a nel.duckdb file, or the directory that holds one). Press q to quit.")
+        panel.add_class("error")
+        panel.display = True
+
+    # ---- showing --------------------------------------------------------------------------------------
+    def _shown(self) -> list[RunRow]:
+        text = self.query_one("#filter", Input).value
+        return sort_filter_runs(self.runs, sort=self.sort, descending=self.descending, text=text)
+
+    def _fill(self) -> None:
+        table = self.query_one("#runs", NelTable)
+        keep = table.highlighted_key()
+        table.clear()
+        shown = self._shown()
+        reference = self.nel.reference_run
+        for r in shown:
+            table.add_row(
+                "◆" if r.run_id == reference else " ", r.run_id, r.status,
+                fmt.estimate(r.pass_at_1, r.pass_at_1_low, r.pass_at_1_high), fmt.num(f"{r.n_tasks}×{r.n_repeats}"),
+                r.benchmark, r.model_id or "—", fmt.when(r.created_at), fmt.num(fmt.duration(r.duration_s)),
+                fmt.num(f"{r.n_steps}/{r.n_steps_expected}"), key=r.run_id,
+            )
+        table.move_to_key(keep)
+        arrow = "↓" if self.descending else "↑"
+        ref = f"   reference run: {reference}" if reference else ""
+        self.query_one("#status", Static).update(
+            f"{len(shown)} of {len(self.runs)} runs   sort: {self.sort} {arrow}{ref}")
+
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self) -> None:
+        self._fill()
+
+    @on(Input.Submitted, "#filter")
+    def _filter_done(self) -> None:
+        self.query_one("#runs").focus()
+
+    @on(DataTable.HeaderSelected)
+    def _header(self, event: DataTable.HeaderSelected) -> None:
+        name = _SORT_OF_COLUMN.get(str(event.column_key.value))
+        if name is not None:
+            self.descending = not self.descending if name == self.sort else name in ("started", "pass@1")
+            self.sort = name
+            self._fill()
+
+    @on(DataTable.RowSelected, "#runs")
+    def _open(self, event: DataTable.RowSelected) -> None:
+        from workbench.tui.screens.tasks import TasksScreen
+
+        self.app.push_screen(TasksScreen(str(event.row_key.value)))
+
+    # ---- actions ----------------------------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Keys that act on runs are greyed out until there are runs."""
+        if action in ("live", "mark", "filter", "sort", "reverse"):
+            return True if self.runs else None
+        return True
+
+    def _highlighted(self) -> str | None:
+        return self.query_one("#runs", NelTable).highlighted_key()
+
+    def action_live(self) -> None:
+        from workbench.tui.screens.live import LiveScreen
+
+        run_id = self._highlighted()
+        if run_id is not None:
+            self.app.push_screen(LiveScreen(run_id))
+
+    def action_mark(self) -> None:
+        """Mark the highlighted run as the reference that a task's attempts are diffed against (D)."""
+        run_id = self._highlighted()
+        if run_id is None:
+            return
+        self.nel.reference_run = None if self.nel.reference_run == run_id else run_id
+        self._fill()
+
+    def action_filter(self) -> None:
+        self.query_one("#filter").focus()
+
+    def action_sort(self) -> None:
+        self.sort = RUN_SORTS[(RUN_SORTS.index(self.sort) + 1) % len(RUN_SORTS)]
+        self._fill()
+
+    def action_reverse(self) -> None:
+        self.descending = not self.descending
+        self._fill()
+
+    def action_back(self) -> None:
+        filt = self.query_one("#filter", Input)
+        if filt.value:
+            filt.value = ""
+        self.query_one("#runs").focus()
