@@ -35,6 +35,7 @@ perf: install
 	$(BIN)/python tests/perf/bench_export.py
 	$(BIN)/python tests/perf/bench_stats.py
 	$(BIN)/python tests/perf/bench_compare.py
+	$(BIN)/python tests/perf/bench_tui.py
 
 clean:
 	rm -rf $(VENV) nel-results nel-demo .pytest_cache .mypy_cache .ruff_cache

@@ -126,8 +126,8 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the temporary store")
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
-    folder = Path(tempfile.mkdtemp(prefix="nel-bench-tui-"))
-    store = args.store or folder / "nel.duckdb"
+    folder = None if args.store else Path(tempfile.mkdtemp(prefix="nel-bench-tui-"))
+    store = args.store or folder / "nel.duckdb"  # type: ignore[operator]
     if not store.exists():
         start = time.perf_counter()
         try:
@@ -146,7 +146,7 @@ def main() -> None:
     print("headless queries (workbench.analysis.triage)")
     for name, seconds in headless(store, args.rounds).items():
         show(name, seconds)
-    if not args.keep and args.store is None:
+    if folder is not None and not args.keep:
         store.unlink()
         folder.rmdir()
 

@@ -99,7 +99,8 @@ class TestRuns:
         assert (a.n_tasks, a.n_steps, a.n_errors) == (5, 12, 3)
         assert a.pass_at_1 == pytest.approx((1 + 1 / 3 + 0 + 0) / 4)
         assert a.pass_at_1_low is not None and a.pass_at_1_low <= a.pass_at_1 <= a.pass_at_1_high
-        assert a.first_step_at is not None and a.last_step_at is not None and a.duration_s is not None
+        assert a.finished_at is not None and a.duration_s is not None
+        assert a.last_step_at is None  # read only for a run that has not finished
 
     def test_run_row_is_none_for_a_run_that_is_gone(self, store: Any) -> None:
         assert triage.run_row(store, "nope") is None
@@ -341,6 +342,7 @@ class TestLive:
         _write(path, RUN, finish=False)  # the writer is this (live) process: the run reads as running
         snap = triage.live_snapshot(open_store(path), RUN)
         assert snap is not None and snap.run.status == "running"
+        assert snap.run.finished_at is None and snap.run.last_step_at is not None and snap.run.duration_s
         assert [(s.shard_idx, s.status, s.done, s.expected) for s in snap.shards] == [(0, "running", 12, 15)]
         assert snap.failures == {"wrong": 4, "server_error": 2, "format_error": 1, "timeout": 1}
         assert [(e.task_idx, e.repeat) for e in snap.latest[:2]] == [(3, 2), (3, 1)]

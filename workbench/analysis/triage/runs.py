@@ -40,6 +40,7 @@ class RunRow(RunHeader):
     created_at: datetime | None
     finished_at: datetime | None
     first_step_at: datetime | None
+    """First and latest step: read for a run without a finish time only (a finished run's duration is known)."""
     last_step_at: datetime | None
 
     @property
@@ -57,8 +58,9 @@ _RUNS_SQL = """
            m.n_errors, m.n_failed, coalesce(m.total_tokens, 0) AS total_tokens, m.created_at, m.finished_at,
            l.first_step_at, l.last_step_at
     FROM run_metrics m
-    LEFT JOIN (SELECT run_id, min(started_at) AS first_step_at, max(started_at) AS last_step_at
-               FROM steps {where} GROUP BY run_id) l USING (run_id)
+    LEFT JOIN (SELECT run_id, min(started_at) AS first_step_at, max(started_at) AS last_step_at FROM steps
+               WHERE run_id IN (SELECT run_id FROM runs WHERE finished_at IS NULL {and_run}) GROUP BY run_id) l
+        USING (run_id)
     {where_m}
     ORDER BY m.created_at DESC, m.run_id
 """
@@ -66,11 +68,11 @@ _RUNS_SQL = """
 
 def runs_table(store: Store) -> list[RunRow]:
     """Every run with pass@1 and its interval, newest first."""
-    return [RunRow(**row) for row in fetch_dicts(store, _RUNS_SQL.format(where="", where_m=""))]
+    return [RunRow(**row) for row in fetch_dicts(store, _RUNS_SQL.format(and_run="", where_m=""))]
 
 
 def run_query(run_id: str) -> tuple[str, list[Any]]:
-    return _RUNS_SQL.format(where="WHERE run_id = ?", where_m="WHERE m.run_id = ?"), [run_id, run_id]
+    return _RUNS_SQL.format(and_run="AND run_id = ?", where_m="WHERE m.run_id = ?"), [run_id, run_id]
 
 
 def run_row(store: Store, run_id: str) -> RunRow | None:
