@@ -65,17 +65,28 @@ class TestRunsScreen:
             await pilot.press("escape")
             assert isinstance(app.screen, RunsScreen)
 
-    async def test_space_marks_one_reference_run(self, demo: Path) -> None:
+    async def test_space_marks_up_to_two_runs_the_first_is_the_reference(self, demo: Path) -> None:
         app = NelApp(demo)
         async with app.run_test() as pilot:
             await settle(pilot)
             await pilot.press("space")
             assert app.reference_run == RUN_B
-            assert column(app, "#runs", "mark") == ["◆", ""]
+            assert column(app, "#runs", "mark") == ["A", ""]
             await pilot.press("down", "space")
-            assert app.reference_run == RUN_A
+            assert app.marked_runs == [RUN_B, RUN_A] and app.reference_run == RUN_B
+            assert column(app, "#runs", "mark") == ["A", "B"]
             await pilot.press("space")
-            assert app.reference_run is None
+            assert app.marked_runs == [RUN_B]
+            await pilot.press("up", "space")
+            assert app.reference_run is None and app.marked_runs == []
+
+    async def test_c_without_marks_says_how_to_pick_two_runs(self, demo: Path) -> None:
+        app = NelApp(demo)
+        async with app.run_test() as pilot:
+            await settle(pilot)
+            await pilot.press("c")
+            assert isinstance(app.screen, RunsScreen)
+            assert "Mark two runs" in screen_text(app)
 
 
 class TestShell:
@@ -88,7 +99,7 @@ class TestShell:
             await pilot.press("question_mark")
             assert isinstance(app.screen, HelpScreen)
             text = screen_text(app)
-            for line in ("Keys: runs", "this screen", "Mark the highlighted run as the reference run",
+            for line in ("Keys: runs", "this screen", "Mark the highlighted run (two at most)",
                          "Sort by the next column", "everywhere", "ctrl+p opens the command palette"):
                 assert line in text
             await pilot.press("question_mark")

@@ -16,6 +16,7 @@ from workbench.tui.app import NelApp
 from workbench.tui.screens.live import LiveScreen
 from workbench.tui.screens.runs import RunsScreen
 from workbench.tui.screens.task import TaskScreen
+from workbench.tui.screens.tasks import TasksScreen
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(40)]
 WRITER = Path(__file__).with_name("tui_store.py")
@@ -55,6 +56,31 @@ class TestLive:
                 assert screen.snapshot is not None and screen.snapshot.run.status == "complete"
                 assert text_of(app, "#headline").startswith("complete · 60/60 steps (100.0%)")
                 assert column(app, "#shards", "done") == ["60/60"]
+        finally:
+            writer.kill()
+            writer.wait()
+
+    async def test_the_task_list_of_a_running_run_follows_it_until_it_completes(self, tmp_path: Path) -> None:
+        store = tmp_path / "nel.duckdb"
+        writer = subprocess.Popen([sys.executable, str(WRITER), "live", str(store)])
+        try:
+            deadline = time.monotonic() + 10
+            while not (segments_root(store) / "live-run").is_dir() and time.monotonic() < deadline:
+                time.sleep(0.02)
+            app = NelApp(store)
+            async with app.run_test(size=(100, 30)) as pilot:
+                await settle(pilot)
+                await app.push_screen(TasksScreen("live-run"))
+                await settle(pilot)
+                screen = app.screen
+                assert isinstance(screen, TasksScreen) and screen.run is not None
+                assert screen.run.status == "running"
+                writer.wait(timeout=20)
+                deadline = time.monotonic() + 10
+                while screen.run.status != "complete" and time.monotonic() < deadline:
+                    await pilot.pause(0.25)
+                assert screen.run.status == "complete"
+                assert "missing" not in column(app, "#tasks", "bucket")
         finally:
             writer.kill()
             writer.wait()

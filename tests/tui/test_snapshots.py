@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 from pilot_helpers import settle
 from textual.pilot import Pilot
-from textual.widgets import TextArea
-from tui_store import RUN_A
+from textual.widgets import Input, TextArea
+from tui_store import RUN_A, RUN_B
 
 from workbench.tui.app import NelApp
+from workbench.tui.screens.compare import CompareScreen
 from workbench.tui.screens.live import LiveScreen
 from workbench.tui.screens.task import TaskScreen
 
@@ -57,6 +58,16 @@ class TestRuns:
         monkeypatch.chdir(tmp_path)
         assert snap_compare(NelApp(Path("missing/nel.duckdb")), run_before=_settled)
 
+    def test_new_run_form(self, app: NelApp, snap_compare) -> None:  # type: ignore[no-untyped-def]
+        """The new-run form filled in for the built-in mock model (ctrl+o), with a mistake named."""
+        async def run(pilot: Pilot[None]) -> None:
+            await _keys("n", "ctrl+o")(pilot)
+            pilot.app.screen.query_one("#shards", Input).value = "0"
+            await pilot.press("ctrl+s")
+            await settle(pilot)
+
+        assert snap_compare(app, run_before=run)
+
     def test_too_small(self, app: NelApp, snap_compare) -> None:  # type: ignore[no-untyped-def]
         assert snap_compare(app, run_before=_settled, terminal_size=(50, 12))
 
@@ -82,6 +93,14 @@ class TestTriage:
             await pilot.app.push_screen(TaskScreen(RUN_A, 3))
             await settle(pilot)
             await pilot.press("d")
+            await settle(pilot)
+
+        assert snap_compare(app, run_before=run)
+
+    def test_compare_two_runs(self, app: NelApp, snap_compare) -> None:  # type: ignore[no-untyped-def]
+        async def run(pilot: Pilot[None]) -> None:
+            await settle(pilot)
+            await pilot.app.push_screen(CompareScreen(RUN_A, RUN_B))
             await settle(pilot)
 
         assert snap_compare(app, run_before=run)

@@ -114,6 +114,13 @@ def write_summary_json(output_dir: Path, summary: RunSummary, result: RunResult 
     return path
 
 
+def launch_config() -> dict[str, str]:
+    """The background launch this process works for (``NEL_LAUNCH_ID``, set by its supervisor), if any:
+    recorded with the run so the launch can find the runs of a config file it started."""
+    launch_id = os.environ.get("NEL_LAUNCH_ID")
+    return {"launch_id": launch_id} if launch_id else {}
+
+
 async def _run_with_signals(coro: Coroutine[Any, Any, T]) -> T:
     """Treat SIGTERM like Ctrl-C: cancel the run so it records itself as interrupted."""
     task = asyncio.ensure_future(coro)
@@ -156,7 +163,8 @@ def execute_run(
                 env, solver, store=store, n_repeats=n_repeats, max_problems=max_problems,
                 problem_range=problem_range, max_concurrent=max_concurrent, shard=shard, run_id=run_id,
                 resume=resume, resume_key=resume_key,
-                config={"request_timeout": model.request_timeout, "max_retries": model.max_retries},
+                config={"request_timeout": model.request_timeout, "max_retries": model.max_retries,
+                        **launch_config()},
                 on_start=on_start, metrics=suite,
             ))
 

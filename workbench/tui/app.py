@@ -41,10 +41,20 @@ class NelApp(App[None]):
         self.store_path = Path(store_path)
         self.clock = clock
         """Seconds, for rates and timings on screen (tests pass a fixed one)."""
-        self.reference_run: str | None = None
-        """The run marked on the runs screen; a task's attempt diffs against the same task there (D)."""
+        self.marked_runs: list[str] = []
+        """Runs marked on the runs screen, oldest first (two at most): the first is the baseline of a
+        comparison and the reference run a task's attempt diffs against (D); the second the candidate."""
         self.last_sql = "SELECT * FROM run_metrics"
         self._store: Store | None = None
+
+    @property
+    def reference_run(self) -> str | None:
+        """The first marked run: ``D`` on a task diffs against the same task there."""
+        return self.marked_runs[0] if self.marked_runs else None
+
+    @reference_run.setter
+    def reference_run(self, run_id: str | None) -> None:
+        self.marked_runs = [] if run_id is None else [run_id]
 
     def open_store(self) -> Store:
         """The store, opened on first success (a path that is not a store yet is tried again next time)."""

@@ -17,8 +17,10 @@ from workbench.analysis.triage import (
     SqlResult,
     TaskDetail,
     TaskPage,
+    TriageComparison,
     WordDiff,
 )
+from workbench.workers import LaunchState
 
 
 class Reply(Message, bubble=False):
@@ -97,9 +99,38 @@ class SqlFinished(Reply):
 
 
 class LiveUpdated(Reply):
-    """A fresh look at a run; ``snapshot`` is None when the run is gone. ``at`` is the poll's clock."""
+    """A fresh look at a run; ``snapshot`` is None when the run is gone. ``at`` is the poll's clock.
+    ``launch`` is its background launch, when it was started as one (its workers can be stopped, resumed)."""
 
-    def __init__(self, token: int, snapshot: LiveSnapshot | None, at: float) -> None:
+    def __init__(self, token: int, snapshot: LiveSnapshot | None, at: float,
+                 launch: LaunchState | None = None) -> None:
         super().__init__(token)
         self.snapshot = snapshot
         self.at = at
+        self.launch = launch
+
+
+class LaunchStarted(Reply):
+    """A run started in the background; ``run_id`` is None when no run appeared (``state`` says why)."""
+
+    def __init__(self, token: int, state: LaunchState, run_id: str | None) -> None:
+        super().__init__(token)
+        self.state = state
+        self.run_id = run_id
+
+
+class LaunchChanged(Reply):
+    """A stop or resume was asked for; ``state`` is the launch after it."""
+
+    def __init__(self, token: int, state: LaunchState, action: str) -> None:
+        super().__init__(token)
+        self.state = state
+        self.action = action
+
+
+class ComparisonLoaded(Reply):
+    """Two runs compared: the paired statistics, the flips, and the tasks that moved the score most."""
+
+    def __init__(self, token: int, result: TriageComparison) -> None:
+        super().__init__(token)
+        self.result = result

@@ -19,6 +19,14 @@ from workbench.analysis.triage.attempts import (
     task_detail,
     transcript,
 )
+from workbench.analysis.triage.compare import (
+    MOVED_SHOWN,
+    MovedTask,
+    TriageComparison,
+    cross_run_pair,
+    moved_tasks,
+    run_comparison,
+)
 from workbench.analysis.triage.diff import DiffRow, Span, WordDiff, word_diff
 from workbench.analysis.triage.live import (
     FailureEvent,
@@ -47,6 +55,7 @@ from workbench.analysis.triage.tasks import (
 
 __all__ = [
     "BUCKETS",
+    "MOVED_SHOWN",
     "RUN_SORTS",
     "TASK_SORTS",
     "Attempt",
@@ -54,6 +63,7 @@ __all__ = [
     "DiffRow",
     "FailureEvent",
     "LiveSnapshot",
+    "MovedTask",
     "RateMeter",
     "RunHeader",
     "RunOverview",
@@ -67,16 +77,20 @@ __all__ = [
     "TaskList",
     "TaskPage",
     "TaskRow",
+    "TriageComparison",
     "WordDiff",
     "attempts",
     "average_rates",
     "blocks_text",
     "conversation",
     "counterpart",
+    "cross_run_pair",
     "default_pair",
     "live_snapshot",
+    "moved_tasks",
     "named_queries",
     "one_line",
+    "run_comparison",
     "run_overview",
     "run_row",
     "run_sql",

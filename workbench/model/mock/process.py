@@ -42,8 +42,11 @@ class MockHandle:
 
 
 @contextmanager
-def mock_model(**config_overrides: Any) -> Iterator[MockHandle]:
+def mock_model(*, own_session: bool = False, **config_overrides: Any) -> Iterator[MockHandle]:
     """Start the mock model with ``MockConfig(**config_overrides)`` and stop it on exit.
+
+    ``own_session`` keeps it out of the caller's process group, so a signal meant for the group (a
+    background run being stopped) does not take the model away under steps still in flight.
 
     ``port`` defaults to 0 (a free port). Raises ``UsageError`` for invalid
     settings and ``RunFailed`` (with the server's stderr) if it exits or stays
@@ -62,6 +65,7 @@ def mock_model(**config_overrides: Any) -> Iterator[MockHandle]:
             stdout=subprocess.PIPE,
             stderr=stderr,
             env=env,
+            start_new_session=own_session,
         )
         try:
             assert process.stdout is not None

@@ -1,5 +1,6 @@
 """Screen 3: a run as it is written (by this process or any other): progress per shard, steps/s,
-tokens/s, running pass@1 with its interval, failures by category and the latest failures.
+tokens/s, running pass@1 with its interval, failures by category and the latest failures. A run
+started in the background (the new-run form) also shows its workers, and can be stopped and resumed.
 
 A timer asks for a fresh snapshot twice a second; the read runs in a worker, and a new read starts
 only when the last one has answered, so a slow store slows the updates, never the keys.
@@ -16,10 +17,12 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Static
 
 from workbench.analysis.triage import LiveSnapshot, RateMeter, average_rates, live_snapshot
+from workbench.store.layout import resolve_store_path, segments_root
 from workbench.tui import format as fmt
-from workbench.tui.messages import LiveUpdated
+from workbench.tui.messages import LaunchChanged, LiveUpdated
 from workbench.tui.screens.base import NelScreen
 from workbench.tui.widgets.table import Cell, NelTable
+from workbench.workers import LaunchState, find_launch, resume, stop
 
 POLL_S = 0.5
 SHARD_COLUMNS = (("shard", "shard"), ("status", "status"), ("bar", "progress"), ("done", "steps"), ("pct", "%"))
@@ -32,13 +35,19 @@ class LiveScreen(NelScreen):
 
     AUTO_FOCUS = "#latest"
     title_text = "live run"
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("t", "tasks", "Tasks", tooltip="Open the task list of this run")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("t", "tasks", "Tasks", tooltip="Open the task list of this run"),
+        Binding("x", "stop", "Stop", tooltip="Stop the run's background workers (completed steps are kept)"),
+        Binding("r", "resume", "Resume",
+                tooltip="Start the background workers of a stopped, failed or lost run again (no step is repeated)"),
+    ]
 
     def __init__(self, run_id: str) -> None:
         super().__init__()
         self.run_id = run_id
         self.meter = RateMeter(window_s=10.0)
         self.snapshot: LiveSnapshot | None = None
+        self.launch: LaunchState | None = None
         self.polls = 0
         self._in_flight = False
 
@@ -47,6 +56,7 @@ class LiveScreen(NelScreen):
 
     def compose_body(self) -> Iterable[Widget]:
         yield Static("reading the run…", id="headline", classes="summary", markup=False)
+        yield Static("", id="workers", classes="status", markup=False)
         yield NelTable(id="shards")
         yield Static("", id="failures", classes="summary", markup=False)
         yield Static("latest failures (Enter opens the task)", id="status", markup=False)
@@ -54,6 +64,7 @@ class LiveScreen(NelScreen):
 
     def on_mount(self) -> None:
         super().on_mount()
+        self.query_one("#workers").display = False
         self.query_one("#shards", NelTable).set_columns(SHARD_COLUMNS)
         self.query_one("#latest", NelTable).set_columns(FAILURE_COLUMNS)
         self.poll()
@@ -65,7 +76,16 @@ class LiveScreen(NelScreen):
             return
         self._in_flight = True
         run_id, clock = self.run_id, self.nel.clock
-        self.start("live", lambda token: LiveUpdated(token, live_snapshot(self.store(), run_id), clock()))
+
+        def job(token: int) -> LiveUpdated:
+            # The launch first: a run started from the form has workers before the store exists.
+            path = resolve_store_path(self.nel.store_path)
+            launch = find_launch(path, run_id)
+            if launch is not None and not (path.exists() or segments_root(path).is_dir()):
+                return LiveUpdated(token, None, clock(), launch)
+            return LiveUpdated(token, live_snapshot(self.store(), run_id), clock(), launch)
+
+        self.start("live", job)
 
     def on_live_updated(self, message: LiveUpdated) -> None:
         self._in_flight = False
@@ -73,8 +93,18 @@ class LiveScreen(NelScreen):
             return
         self.polls += 1
         snap = self.snapshot = message.snapshot
+        if message.launch != self.launch:
+            self.launch = message.launch
+            self._workers(message.launch)
+            self.refresh_bindings()
         if snap is None:
-            self.say(f"Run {self.run_id} is not in this store (gone, or not started yet); still looking.", error=True)
+            if self.launch is not None and self.launch.active:
+                self.say(f"Starting the background workers of {self.run_id}…")
+            elif self.launch is not None:
+                self.say(f"The run did not start: {self.launch.message or self.launch.status}", error=True)
+            else:
+                self.say(f"Run {self.run_id} is not in this store (gone, or not started yet); still looking.",
+                         error=True)
             return
         self.say("")
         self.meter.add(message.at, snap.run.n_steps, snap.run.total_tokens)
@@ -99,6 +129,50 @@ class LiveScreen(NelScreen):
             f"{run.status} · {run.n_steps:,}/{run.n_steps_expected:,} steps ({pct:.1f}%) · {speed} ({kind})\n"
             f"pass@1 {fmt.estimate(run.pass_at_1, run.pass_at_1_low, run.pass_at_1_high)} · "
             f"{run.benchmark} · {run.model_id or '—'} · elapsed {fmt.duration(run.duration_s)}")
+
+    def _workers(self, launch: LaunchState | None) -> None:
+        """One line on the background launch: its status, processes and how it ended."""
+        line = self.query_one("#workers", Static)
+        line.display = launch is not None
+        if launch is None:
+            return
+        procs = " · ".join(
+            f"shard {w.shard_idx} " + (f"pid {w.pid}" if w.exit_code is None else f"exit {w.exit_code}")
+            for w in launch.workers)
+        parts = [f"background: {launch.status}", f"supervisor pid {launch.supervisor_pid}" if launch.active else "",
+                 procs, launch.message]
+        line.update("   ".join(p for p in parts if p))
+        line.set_class(launch.status in ("failed", "lost"), "error")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Stop and resume act on runs started in the background, and only when they apply."""
+        if action == "stop":
+            return True if self.launch is not None and self.launch.active else None
+        if action == "resume":
+            return True if self.launch is not None and not self.launch.active else None
+        return True
+
+    def action_stop(self) -> None:
+        run_id = self.run_id
+        self.say(f"stopping {run_id}…")
+        self.start("launch", lambda token: LaunchChanged(token, stop(self.store().path, run_id), "stop"))
+
+    def action_resume(self) -> None:
+        run_id = self.run_id
+        self.say(f"resuming {run_id}…")
+        self.start("launch", lambda token: LaunchChanged(token, resume(self.store().path, run_id), "resume"))
+
+    def on_launch_changed(self, message: LaunchChanged) -> None:
+        if not self.current("launch", message.token):
+            return
+        self.launch = message.state
+        self._workers(message.state)
+        self.refresh_bindings()
+        state = message.state
+        if message.action == "stop":
+            self.say(f"{self.run_id}: {state.status}" + (f" ({state.message})" if state.message else ""))
+        else:
+            self.say(f"{self.run_id}: resuming in the background; completed steps are kept")
 
     def _shards(self, snap: LiveSnapshot) -> None:
         table = self.query_one("#shards", NelTable)

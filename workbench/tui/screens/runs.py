@@ -31,9 +31,13 @@ class RunsScreen(NelScreen):
     title_text = "runs"
 
     BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("n", "new_run", "New run",
+                tooltip="Start a run in the background and watch it live"),
         Binding("l", "live", "Live", tooltip="Watch the highlighted run live (progress, rates, failures)"),
-        Binding("space", "mark", "Mark ref",
-                tooltip="Mark the highlighted run as the reference run: D on a task diffs against it"),
+        Binding("space", "mark", "Mark",
+                tooltip="Mark the highlighted run (two at most): A is the baseline and D's reference, B the candidate"),
+        Binding("c", "compare", "Compare",
+                tooltip="Compare the marked runs A and B (or A with the highlighted run)"),
         Binding("slash", "filter", "Filter", key_display="/",
                 tooltip="Filter runs by id, benchmark, model or status"),
         Binding("s", "sort", "Sort", tooltip="Sort by the next column (started, run, benchmark, model, …)"),
@@ -84,8 +88,9 @@ class RunsScreen(NelScreen):
         self.query_one("#runs").display = bool(self.runs)
         if not self.runs:
             self.query_one("#panel", Static).update(
-                "No runs in this store yet.\n\nStart one with `nel eval run -b gsm8k --model-url URL --model-id NAME "
-                f"--store {self.nel.store_path}`, then press R to reload.")
+                "No runs in this store yet.\n\nPress n to start one here (ctrl+o in the form fills in the built-in "
+                "mock model), or run `nel eval run -b gsm8k --model-url URL --model-id NAME "
+                f"--store {self.nel.store_path}` and press R to reload.")
         self.say("")
         self._fill()
         self.refresh_bindings()
@@ -97,7 +102,8 @@ class RunsScreen(NelScreen):
         self.query_one("#status", Static).update("")
         panel = self.query_one("#panel", Static)
         panel.update(f"Cannot read the store.\n\n{text}\n\nStart nel tui with --store PATH naming a store written by "
-                     "`nel eval run` (a nel.duckdb file, or the directory that holds one). Press q to quit.")
+                     "`nel eval run` (a nel.duckdb file, or the directory that holds one), or press n to start a "
+                     "run that creates this one. Press q to quit.")
         panel.add_class("error")
         panel.display = True
 
@@ -111,19 +117,19 @@ class RunsScreen(NelScreen):
         keep = table.highlighted_key()
         table.clear()
         shown = self._shown()
-        reference = self.nel.reference_run
+        marks = dict(zip(self.nel.marked_runs, ("A", "B"), strict=False))
         for r in shown:
             table.add_row(
-                "◆" if r.run_id == reference else " ", r.run_id, r.status,
+                marks.get(r.run_id, " "), r.run_id, r.status,
                 fmt.estimate(r.pass_at_1, r.pass_at_1_low, r.pass_at_1_high), fmt.num(f"{r.n_tasks}×{r.n_repeats}"),
                 r.benchmark, r.model_id or "—", fmt.when(r.created_at), fmt.num(fmt.duration(r.duration_s)),
                 fmt.num(f"{r.n_steps}/{r.n_steps_expected}"), key=r.run_id,
             )
         table.move_to_key(keep)
         arrow = "↓" if self.descending else "↑"
-        ref = f"   reference run: {reference}" if reference else ""
+        marked = "   " + "  ".join(f"{m}: {run_id}" for run_id, m in marks.items()) if marks else ""
         self.query_one("#status", Static).update(
-            f"{len(shown)} of {len(self.runs)} runs   sort: {self.sort} {arrow}{ref}")
+            f"{len(shown)} of {len(self.runs)} runs   sort: {self.sort} {arrow}{marked}")
 
     @on(Input.Changed, "#filter")
     def _filter_changed(self) -> None:
@@ -150,12 +156,17 @@ class RunsScreen(NelScreen):
     # ---- actions ----------------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Keys that act on runs are greyed out until there are runs."""
-        if action in ("live", "mark", "filter", "sort", "reverse"):
+        if action in ("live", "mark", "filter", "sort", "reverse", "compare"):
             return True if self.runs else None
         return True
 
     def _highlighted(self) -> str | None:
         return self.query_one("#runs", NelTable).highlighted_key()
+
+    def action_new_run(self) -> None:
+        from workbench.tui.screens.new_run import NewRunScreen
+
+        self.app.push_screen(NewRunScreen())
 
     def action_live(self) -> None:
         from workbench.tui.screens.live import LiveScreen
@@ -165,12 +176,33 @@ class RunsScreen(NelScreen):
             self.app.push_screen(LiveScreen(run_id))
 
     def action_mark(self) -> None:
-        """Mark the highlighted run as the reference that a task's attempts are diffed against (D)."""
+        """Mark the highlighted run, or unmark it; a third mark replaces the oldest."""
         run_id = self._highlighted()
         if run_id is None:
             return
-        self.nel.reference_run = None if self.nel.reference_run == run_id else run_id
+        marked = self.nel.marked_runs
+        self.nel.marked_runs = [r for r in marked if r != run_id] if run_id in marked else [*marked, run_id][-2:]
         self._fill()
+
+    def compare_pair(self) -> tuple[str, str] | None:
+        """The runs ``c`` compares: the two marked (A, B), else the marked one against the highlighted one."""
+        marked, current = self.nel.marked_runs, self._highlighted()
+        if len(marked) == 2:
+            return marked[0], marked[1]
+        if len(marked) == 1 and current is not None and current != marked[0]:
+            return marked[0], current
+        return None
+
+    def action_compare(self) -> None:
+        from workbench.tui.screens.compare import CompareScreen
+
+        pair = self.compare_pair()
+        if pair is None:
+            self.say("Mark two runs with space (A is the baseline, B the candidate), or mark one and highlight "
+                     "the other, then press c.")
+            return
+        self.say("")
+        self.app.push_screen(CompareScreen(*pair))
 
     def action_filter(self) -> None:
         self.query_one("#filter").focus()

@@ -34,6 +34,7 @@ from workbench.tui.screens.base import NelScreen
 from workbench.tui.widgets.table import NelTable
 
 PAGE = 100  # rows per fetch: two screenfuls of a large terminal, and quick to add to the table
+REFRESH_S = 2.0  # how often the list of a running run is read again
 COLUMNS = (("task", "task"), ("passes", "k/n"), ("pass rate", "rate"), ("wilson", "Wilson 95%"), ("bucket", "bucket"),
            ("category", "category"), ("failure", "failure"), ("tokens", "tokens"), ("latency", "latency"))
 SORTS = tuple(TASK_SORTS)
@@ -89,6 +90,16 @@ class TasksScreen(NelScreen):
         super().on_mount()
         self.query_one("#tasks", NelTable).set_columns(COLUMNS)
         self._reload()
+        self.set_interval(REFRESH_S, self._refresh_running)
+
+    def _refresh_running(self) -> None:
+        """A running run's tasks move on: read them again while shown, unless more pages were scrolled in
+        (reloading would drop them under the cursor) or a read is still out."""
+        busy = any(w.is_running for w in self.workers)
+        table = self.query_one("#tasks", NelTable)
+        if (self.is_current and self.run is not None and self.run.status == "running" and not busy
+                and table.row_count <= PAGE):
+            self.action_reload()
 
     # ---- loading ---------------------------------------------------------------------------------------------
     def action_reload(self) -> None:

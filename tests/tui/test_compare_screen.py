@@ -1,0 +1,248 @@
+"""Screen 7: two runs compared, paired by task; Enter on a task that moved diffs it across the runs.
+
+In the demo store, run B (candidate) fell on tasks 4 and 1 and rose on tasks 6, 3, 2 and 5; task 0 did
+not move, and task 7 was attempted by B only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pilot_helpers import column, open_screen, row_keys, screen_text, settle, text_of
+from textual.pilot import Pilot
+from tui_store import RUN_A, RUN_B, TASK_IDS
+
+from workbench.analysis.triage import cross_run_pair, moved_tasks, run_comparison
+from workbench.errors import UsageError
+from workbench.store.reader import Store
+from workbench.tui.app import NelApp
+from workbench.tui.screens.compare import CompareScreen
+from workbench.tui.screens.diff import DiffScreen
+from workbench.tui.screens.help import HelpScreen
+from workbench.tui.screens.runs import RunsScreen
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
+
+
+async def open_compare(pilot: Pilot[None], baseline: str = RUN_A, candidate: str = RUN_B) -> CompareScreen:
+    await open_screen(pilot, CompareScreen(baseline, candidate))
+    screen = pilot.app.screen
+    assert isinstance(screen, CompareScreen)
+    return screen
+
+
+class TestFromTheRunsScreen:
+    """Marking runs with space and pressing c opens the comparison: A is the baseline, B the candidate."""
+
+    async def test_two_marked_runs_compare_first_against_second(self, demo: Path) -> None:
+        app = NelApp(demo)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await settle(pilot)
+            await pilot.press("down", "space", "up", "space", "c")  # A = demo-a, B = demo-b
+            await settle(pilot)
+            screen = app.screen
+            assert isinstance(screen, CompareScreen)
+            assert (screen.baseline, screen.candidate) == (RUN_A, RUN_B)
+            assert f"compare A {RUN_A} → B {RUN_B}" in text_of(app, "#crumb")
+            headline = text_of(app, "#headline")
+            assert "INCONCLUSIVE" in headline and "numeric  A 0.500 → B 0.714  Δ +0.214" in headline
+            assert "p-values: paired t 0.418" in headline and "McNemar n/a" in headline  # several repeats per task
+            assert "7 paired tasks (88% coverage: 0 only in A, 1 only in B) · 2 fell, 4 rose, 1 same" in headline
+            assert "a drop larger than the tolerated 0.0500 cannot be ruled out" in headline  # a reason
+
+    async def test_one_marked_run_compares_against_the_highlighted_one(self, demo: Path) -> None:
+        app = NelApp(demo)
+        async with app.run_test() as pilot:
+            await settle(pilot)
+            await pilot.press("space", "down", "c")  # demo-b marked (A), demo-a highlighted (B)
+            await settle(pilot)
+            screen = app.screen
+            assert isinstance(screen, CompareScreen)
+            assert (screen.baseline, screen.candidate) == (RUN_B, RUN_A)
+            await pilot.press("escape")
+            assert isinstance(app.screen, RunsScreen)
+
+
+class TestTheComparison:
+    async def test_flips_list_regressions_first_largest_drop_first_then_improvements(self, demo: Path) -> None:
+        app = NelApp(demo)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await open_compare(pilot)
+            assert column(app, "#flips", "kind") == ["▼", "▼", "▲", "▲", "▲", "▲"]
+            assert column(app, "#flips", "task") == ["4", "1", "6", "3", "2", "5"]
+            assert column(app, "#flips", "a") == ["3/4", "4/4", "0/4 (4 err)", "1/4", "2/4", "0/4"]
+            assert column(app, "#flips", "b") == ["0/2", "1/2", "2/2", "2/2", "2/2", "1/2"]
+            assert column(app, "#flips", "delta") == ["-0.750", "-0.500", "+1.000", "+0.750", "+0.500", "+0.500"]
+
+    async def test_per_category_deltas_largest_drop_first(self, demo: Path) -> None:
+        app = NelApp(demo)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await open_compare(pilot)
+            assert row_keys(app, "#categories") == ["tools", "arithmetic", "algebra", "number theory", "rates"]
+            assert column(app, "#categories", "delta")[:2] == ["-0.750", "+0.167"]
+            assert column(app, "#categories", "worse")[:2] == ["1", "1"]
+
+    async def test_moved_most_ranks_tasks_by_their_share_of_the_delta(self, demo: Path) -> None:
+        app = NelApp(demo)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await open_compare(pilot)
+            assert column(app, "#moved", "task") == ["6", "3", "4", "1", "2", "5"]
+            assert column(app, "#moved", "contribution")[:3] == ["+0.1429", "+0.1071", "-0.1071"]
+            assert column(app, "#moved", "running")[-1] == "+0.2143"  # the shares add up to the delta
+
+    async def test_r_and_i_jump_to_the_regressions_and_the_improvements(self, demo: Path) -> None:
+        app = NelApp(demo)
+        async with app.run_test() as pilot:
+            screen = await open_compare(pilot)
+            flips = screen.query_one("#flips")
+            await pilot.press("i")
+            assert flips.cursor_row == 2 and flips.has_focus
+            await pilot.press("r")
+            assert flips.cursor_row == 0
+
+    async def test_enter_on_a_category_shows_only_its_flips_and_x_shows_all(self, demo: Path) -> None:
+        app = NelApp(demo)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await open_compare(pilot)
+            await pilot.press("tab", "down", "enter")  # arithmetic: task 1 fell, task 6 rose
+            assert column(app, "#flips", "task") == ["1", "6"]
+            assert "flips in arithmetic" in screen_text(app)
+            await pilot.press("x")
+            assert len(row_keys(app, "#flips")) == 6
+
+    async def test_tab_moves_between_the_tables(self, demo: Path) -> None:
+        app = NelApp(demo)
+        async with app.run_test() as pilot:
+            await open_compare(pilot)
+            seen = []
+            for _ in range(3):
+                await pilot.press("tab")
+                seen.append(app.focused.id if app.focused else None)
+            assert seen == ["categories", "moved", "flips"]
+
+    async def test_s_swaps_the_sides(self, demo: Path) -> None:
+        app = NelApp(demo)
+        async with app.run_test(size=(100, 30)) as pilot:
+            screen = await open_compare(pilot)
+            await pilot.press("s")
+            await settle(pilot)
+            assert (screen.baseline, screen.candidate) == (RUN_B, RUN_A)
+            assert f"compare A {RUN_B} → B {RUN_A}" in text_of(app, "#crumb")
+            assert "A 0.714 → B 0.500  Δ -0.214" in text_of(app, "#headline")
+            assert column(app, "#flips", "task") == ["6", "3", "2", "5", "4", "1"]  # the gains are now drops
+
+    async def test_the_keys_are_listed_with_what_they_do(self, demo: Path) -> None:
+        app = NelApp(demo)
+        async with app.run_test(size=(100, 40)) as pilot:
+            await open_compare(pilot)
+            await pilot.press("question_mark")
+            assert isinstance(app.screen, HelpScreen)
+            text = screen_text(app)
+            for line in ("Keys: compare two runs", "Diff the highlighted task across the two runs",
+                         "Jump to the first regression", "Swap the sides", "Move to the next table"):
+                assert line in text, line
+
+
+class TestDiffAcrossRuns:
+    async def test_enter_on_a_regression_diffs_the_passing_baseline_against_the_failing_candidate(
+            self, demo: Path) -> None:
+        app = NelApp(demo)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await open_compare(pilot)
+            await pilot.press("enter")  # task 4: 3/4 in A, 0/2 in B
+            await settle(pilot)
+            screen = app.screen
+            assert isinstance(screen, DiffScreen)
+            assert (screen.left.run_id, screen.right.run_id) == (RUN_A, RUN_B)
+            assert f"A {RUN_A} attempt 0 (pass)  vs  B {RUN_B} attempt 0 (wrong)" in text_of(app, "#sides")
+            assert f"task 4 › diff vs {RUN_B}" in text_of(app, "#crumb")
+            assert "extracted answer: '5535' → '5525'" in text_of(app, "#scoring")
+            await pilot.press("escape")
+            assert isinstance(app.screen, CompareScreen)
+
+    async def test_enter_on_an_improvement_diffs_the_failing_baseline_against_the_passing_candidate(
+            self, demo: Path) -> None:
+        app = NelApp(demo)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await open_compare(pilot)
+            await pilot.press("i", "down", "enter")  # task 3: 1/4 in A (attempt 1 passed), 2/2 in B
+            await settle(pilot)
+            assert f"A {RUN_A} attempt 0 (wrong)  vs  B {RUN_B} attempt 0 (pass)" in text_of(app, "#sides")
+
+    async def test_enter_on_a_task_that_moved_most_diffs_it_too(self, demo: Path) -> None:
+        app = NelApp(demo)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await open_compare(pilot)
+            await pilot.press("tab", "tab", "enter")  # task 6: every attempt of A was a server error
+            await settle(pilot)
+            screen = app.screen
+            assert isinstance(screen, DiffScreen) and screen.task_idx == 6
+            assert f"A {RUN_A} attempt 0 (server_error)  vs  B {RUN_B} attempt 0 (pass)" in text_of(app, "#sides")
+
+
+class TestProblemsAreMessages:
+    """A run that is gone, a store that cannot be read, runs that cannot be compared: said in the app."""
+
+    async def test_a_run_that_is_gone(self, demo: Path) -> None:
+        app = NelApp(demo)
+        async with app.run_test() as pilot:
+            await open_compare(pilot, RUN_A, "no-such-run")
+            headline = text_of(app, "#headline")
+            assert f"Cannot compare {RUN_A} (A) with no-such-run (B)." in headline
+            assert "Run no-such-run is not in this store" in headline and "Press Escape" in headline
+            assert not app.screen.query_one("#upper").display
+            assert app.screen.check_action("diff", ()) is None
+
+    async def test_a_store_that_cannot_be_read(self, tmp_path: Path) -> None:
+        app = NelApp(tmp_path / "nowhere" / "nel.duckdb")
+        async with app.run_test() as pilot:
+            await open_compare(pilot)
+            assert "no store here" in text_of(app, "#headline")
+
+    async def test_runs_of_different_benchmarks_and_metrics(self, tmp_path: Path) -> None:
+        from tui_store import demo_store, synthetic_store
+
+        store = synthetic_store(demo_store(tmp_path / "nel.duckdb"), runs=1, tasks=5, repeats=1)
+        app = NelApp(store)
+        async with app.run_test() as pilot:
+            await open_compare(pilot, RUN_A, "syn-0")  # syn-0 is scored by reward, not numeric
+            headline = text_of(app, "#headline")
+            assert "Cannot compare on 'numeric', the primary metric of demo-a" in headline
+            assert "run syn-0 has no metric 'numeric'" in headline
+
+
+class TestHeadless:
+    """The queries behind the screen, without a terminal."""
+
+    async def test_the_shares_of_the_moved_tasks_add_up_to_the_delta(self, demo: Path) -> None:
+        result = run_comparison(Store(demo), RUN_A, RUN_B)
+        total = sum(m.contribution for m in result.moved)
+        assert result.n_moved == 6 and total == pytest.approx(result.comparison.score.delta)
+        assert [(m.baseline_idx, m.candidate_idx) for m in result.moved][:2] == [(6, 6), (3, 3)]
+
+    async def test_moved_tasks_of_loaded_runs(self, demo: Path) -> None:
+        from workbench.analysis.sources import load_run
+
+        a, b = load_run(RUN_A, store=demo), load_run(RUN_B, store=demo)
+        assert [m.task_id for m in moved_tasks(a, b, limit=2)] == [TASK_IDS[6], TASK_IDS[3]]
+
+    async def test_a_cross_run_pair_contrasts_the_outcomes(self, demo: Path) -> None:
+        left, right = cross_run_pair(Store(demo), RUN_A, RUN_B, TASK_IDS[1], baseline_better=True)
+        assert (left.passed, right is not None and right.passed) == (True, False)
+        with pytest.raises(UsageError, match="Run demo-a has no attempt at task task0007"):
+            cross_run_pair(Store(demo), RUN_A, RUN_B, TASK_IDS[7], baseline_better=False)
+
+    async def test_different_benchmarks_sharing_no_task_cannot_be_compared(self, tmp_path: Path) -> None:
+        from tui_store import demo_store, synthetic_store
+
+        from workbench.store.database import connect_rw
+
+        path = synthetic_store(demo_store(tmp_path / "nel.duckdb"), runs=1, tasks=5, repeats=1)
+        con = connect_rw(path)
+        try:
+            con.execute("""UPDATE runs SET config = '{"primary_metric": "numeric"}' WHERE run_id = 'syn-0'""")
+        finally:
+            con.close()
+        with pytest.raises(UsageError, match="different benchmarks and share no task"):
+            run_comparison(Store(path), RUN_A, "syn-0")

@@ -1,0 +1,143 @@
+"""Screen 2, the new-run form, and the live view's stop and resume: a run started from the TUI goes to
+the background (real supervisor and worker processes, the built-in mock model) and is watched until
+it finishes; the form names a mistake before anything starts."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from pilot_helpers import screen_text, settle
+from textual.pilot import Pilot
+from textual.widgets import Input, Select
+
+from workbench.store.reader import Store
+from workbench.tui.app import NelApp
+from workbench.tui.screens.live import LiveScreen
+from workbench.tui.screens.new_run import NewRunScreen
+from workbench.tui.screens.runs import RunsScreen
+from workbench.workers import find_launch
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(120)]
+
+
+async def fill(pilot: Pilot[object], **values: str) -> None:
+    screen = pilot.app.screen
+    for field, value in values.items():
+        if field == "bench":
+            screen.query_one("#bench", Select).value = value
+        else:
+            screen.query_one(f"#{field}", Input).value = value
+    await pilot.pause()
+
+
+async def wait_for(pilot: Pilot[object], done: object, timeout: float = 90.0) -> None:
+    """Let the app poll (its timers run while the pilot pauses) until ``done()`` holds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if done():  # type: ignore[operator]
+            return
+        await pilot.pause(0.2)
+    raise AssertionError(f"timed out; on screen:\n{screen_text(pilot.app)}")  # type: ignore[arg-type]
+
+
+class TestNewRun:
+    """n on the runs screen opens the form; ctrl+s starts the run and opens its live view."""
+
+    async def test_start_a_sharded_run_against_the_mock_and_watch_it_finish(self, tmp_path: Path) -> None:
+        store = tmp_path / "nel.duckdb"
+        app = NelApp(store)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await settle(pilot)
+            assert "press n to start" in screen_text(app)
+            await pilot.press("n")
+            assert isinstance(app.screen, NewRunScreen)
+            await pilot.press("ctrl+o")  # the built-in mock, gsm8k
+            await fill(pilot, repeats="2", max_problems="15", shards="2", max_concurrent="4")
+            await pilot.press("ctrl+s")
+            await wait_for(pilot, lambda: isinstance(app.screen, LiveScreen))
+            live = app.screen
+            assert isinstance(live, LiveScreen)
+            await wait_for(pilot, lambda: live.launch is not None and live.launch.status == "complete")
+            await wait_for(pilot, lambda: live.snapshot is not None and live.snapshot.run.status == "complete")
+            assert live.snapshot is not None and live.snapshot.run.n_steps == 30
+            assert [s.done for s in live.snapshot.shards] == [14, 16]  # problems 0..6 and 7..14, twice each
+            assert "background: complete" in screen_text(app)
+            assert live.check_action("stop", ()) is None  # nothing left to stop
+            await pilot.press("escape")
+            assert isinstance(app.screen, RunsScreen)
+        assert Store(store).rows("SELECT count(*) FROM steps")[0][0] == 30
+
+    async def test_stop_and_resume_from_the_live_view(self, tmp_path: Path) -> None:
+        store = tmp_path / "nel.duckdb"
+        app = NelApp(store)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await settle(pilot)
+            await pilot.press("n", "ctrl+o")
+            await fill(pilot, repeats="1", max_problems="40", max_concurrent="1", mock_latency_ms="100")
+            await pilot.press("ctrl+s")
+            await wait_for(pilot, lambda: isinstance(app.screen, LiveScreen))
+            live = app.screen
+            assert isinstance(live, LiveScreen)
+            await wait_for(pilot, lambda: live.snapshot is not None and live.snapshot.run.n_steps >= 3)
+            await pilot.press("x")
+            await wait_for(pilot, lambda: live.launch is not None and live.launch.status == "stopped")
+            kept = Store(store).rows("SELECT count(*) FROM steps")[0][0]
+            assert 3 <= kept < 40
+            await pilot.press("r")
+            await wait_for(pilot, lambda: live.launch is not None and live.launch.status == "complete")
+            await wait_for(pilot, lambda: live.snapshot is not None and live.snapshot.run.status == "complete")
+        rows = Store(store).rows("SELECT count(*), count(DISTINCT task_idx) FROM steps")[0]
+        assert tuple(rows) == (40, 40)
+        launch = find_launch(store, live.run_id)
+        assert launch is not None and launch.resumes == 1
+
+    async def test_a_run_started_elsewhere_cannot_be_stopped_from_here(self, demo: Path) -> None:
+        app = NelApp(demo)
+        async with app.run_test() as pilot:
+            await settle(pilot)
+            await pilot.press("l")
+            await settle(pilot)
+            assert isinstance(app.screen, LiveScreen)
+            assert app.screen.check_action("stop", ()) is None and app.screen.check_action("resume", ()) is None
+
+
+class TestFormMistakes:
+    """A mistake in the form is named on the message line; nothing starts."""
+
+    @pytest.mark.parametrize(("values", "message"), [
+        ({}, "bench: required"),
+        ({"bench": "gsm8k", "model_url": "localhost:8000", "model_id": "m"}, "model_url: 'localhost:8000' is not"),
+        ({"bench": "gsm8k", "model_url": "mock", "model_id": "m", "shards": "0"}, "shards: must be within"),
+        ({"bench": "gsm8k", "model_url": "http://h:1/v1", "model_id": "m", "mock_latency_ms": "5"},
+         "mock_latency_ms: applies to the built-in mock model only"),
+        ({"config": "/nonexistent/suite.yaml"}, "config: /nonexistent/suite.yaml: no such file"),
+        ({"config": "x.yaml", "bench": "gsm8k"}, "config: give a config file or a benchmark"),
+    ])
+    async def test_a_bad_form_says_which_field(self, tmp_path: Path, values: dict[str, str], message: str) -> None:
+        app = NelApp(tmp_path / "nel.duckdb")
+        async with app.run_test(size=(100, 30)) as pilot:
+            await settle(pilot)
+            await pilot.press("n")
+            await fill(pilot, **values)
+            await pilot.press("ctrl+s")
+            await settle(pilot)
+            assert isinstance(app.screen, NewRunScreen)
+            assert message in screen_text(app).replace("\n", " ") or message in str(
+                app.screen.query_one("#message").render())
+        assert not (tmp_path / "nel.duckdb.workers").exists()
+
+    async def test_a_config_file_mistake_is_named_by_file_and_line(self, tmp_path: Path) -> None:
+        config = tmp_path / "suite.yaml"
+        config.write_text("services:\n  m:\n    url: http://127.0.0.1:8000/v1\n    model: x\nbenchmarks:\n"
+                          "  - name: gsm8k\n    repeets: 2\n")
+        app = NelApp(tmp_path / "nel.duckdb")
+        async with app.run_test(size=(100, 30)) as pilot:
+            await settle(pilot)
+            await pilot.press("n")
+            await fill(pilot, config=str(config))
+            await pilot.press("ctrl+s")
+            await settle(pilot)
+            assert isinstance(app.screen, NewRunScreen)
+            assert "suite.yaml:7: benchmarks.0.repeets" in str(app.screen.query_one("#message").render())

@@ -1,0 +1,143 @@
+"""Two runs of a store compared for triage: ``nel compare``'s paired statistics, plus the tasks that
+moved the score most and the attempts a cross-run diff of a moved task opens on.
+
+The statistics are ``workbench.analysis.compare``'s, unchanged (the TUI and the CLI must agree). What is
+added here is what a person triaging needs next: each paired task's share of the change, and, for a
+task that moved, an attempt on each side with opposite outcomes, the sharpest contrast to read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from workbench.analysis.compare import CATEGORY, Comparison, compare_runs, pair_tasks, task_scores
+from workbench.analysis.sources import RunData, load_run
+from workbench.analysis.triage._store import fetch_dicts
+from workbench.analysis.triage.attempts import Attempt, attempts, counterpart
+from workbench.errors import UsageError
+from workbench.store.reader import Store
+
+MOVED_SHOWN = 100
+
+
+@dataclass(frozen=True, slots=True)
+class MovedTask:
+    """A paired task whose score changed, and how much of the overall change it accounts for.
+
+    ``contribution`` is ``(candidate_score − baseline_score) / n_paired``: the contributions of all paired
+    tasks add up to the comparison's delta, so the largest ones say which tasks moved the score.
+    """
+
+    task_id: str
+    baseline_idx: int
+    candidate_idx: int
+    category: str | None
+    baseline_score: float
+    candidate_score: float
+    contribution: float
+
+    @property
+    def delta(self) -> float:
+        return self.candidate_score - self.baseline_score
+
+
+@dataclass(frozen=True, slots=True)
+class TriageComparison:
+    """A comparison of two runs of the store, as the compare screen shows it.
+
+    ``moved`` holds the tasks with the largest contributions to the delta (largest magnitude first, at most
+    ``MOVED_SHOWN``); ``n_moved`` counts every paired task whose score changed.
+    """
+
+    comparison: Comparison
+    moved: tuple[MovedTask, ...]
+    n_moved: int
+
+    @property
+    def baseline(self) -> str:
+        return self.comparison.baseline.run_id
+
+    @property
+    def candidate(self) -> str:
+        return self.comparison.candidate.run_id
+
+
+def run_comparison(store: Store, baseline: str, candidate: str, *, max_drop: float = 0.05,
+                   seed: int = 0) -> TriageComparison:
+    """Compare run ``candidate`` with run ``baseline`` of ``store`` on the baseline's primary metric (other
+    metrics both runs carry are compared too, as ``nel compare`` does).
+
+    Raises:
+        UsageError: a run that is not in the store, a candidate without the baseline's metric, or two runs
+            of different benchmarks that share no task.
+    """
+    _check_runs(store, baseline, candidate)
+    base = load_run(baseline, store=store.path)
+    try:
+        cand = load_run(candidate, store=store.path, metric=base.metric)
+    except UsageError as exc:
+        raise UsageError(f"Cannot compare on {base.metric!r}, the primary metric of {baseline}: {exc}") from None
+    others = [
+        (load_run(baseline, store=store.path, metric=m), load_run(candidate, store=store.path, metric=m))
+        for m in base.metrics if m != base.metric and m in cand.metrics
+    ]
+    if base.benchmark != cand.benchmark and pair_tasks(task_scores(base), task_scores(cand)).is_empty():
+        raise UsageError(f"Runs {baseline} ({base.benchmark}) and {candidate} ({cand.benchmark}) are of different "
+                         "benchmarks and share no task: nothing to compare.")
+    comparison = compare_runs(base, cand, max_drop=max_drop, seed=seed, other_metrics=others)
+    moved = _moved_frame(base, cand)
+    return TriageComparison(comparison=comparison, moved=_moved_tasks(moved, MOVED_SHOWN), n_moved=len(moved))
+
+
+def moved_tasks(baseline: RunData, candidate: RunData, *, limit: int | None = None) -> tuple[MovedTask, ...]:
+    """The paired tasks whose score changed, by the magnitude of their contribution to the delta (ties by the
+    baseline's task index), the first ``limit`` of them; paired and scored as ``compare_runs`` does."""
+    return _moved_tasks(_moved_frame(baseline, candidate), limit)
+
+
+def _moved_frame(baseline: RunData, candidate: RunData) -> pl.DataFrame:
+    """Paired tasks that moved, with their ``contribution``, largest first; empty when no task is paired."""
+    paired = pair_tasks(task_scores(baseline), task_scores(candidate))
+    n = max(len(paired), 1)
+    return (paired.with_columns(((pl.col("score_c") - pl.col("score_b")) / n).alias("contribution"))
+            .filter(pl.col("contribution") != 0)
+            .with_columns(pl.col("contribution").abs().alias("size"))
+            .sort(["size", "task_idx_b"], descending=[True, False]))
+
+
+def _moved_tasks(frame: pl.DataFrame, limit: int | None) -> tuple[MovedTask, ...]:
+    has_category = CATEGORY in frame.columns
+    rows = frame if limit is None else frame.head(limit)
+    return tuple(
+        MovedTask(task_id=str(r["task_id"]), baseline_idx=int(r["task_idx_b"]), candidate_idx=int(r["task_idx_c"]),
+                  category=r[CATEGORY] if has_category else None, baseline_score=float(r["score_b"]),
+                  candidate_score=float(r["score_c"]), contribution=float(r["contribution"]))
+        for r in rows.iter_rows(named=True)
+    )
+
+
+def cross_run_pair(store: Store, baseline: str, candidate: str, task_id: str, *,
+                   baseline_better: bool) -> tuple[Attempt, Attempt | None]:
+    """An attempt of the task (by content hash) in ``baseline`` and its counterpart in ``candidate``, chosen for
+    contrast: a passing attempt on the side that scored better and a failing one on the other, where the runs
+    have them. The candidate side is None when that run has no attempt at the task.
+
+    Raises:
+        UsageError: when ``baseline`` has no attempt at the task (any more).
+    """
+    mine = attempts(store, baseline, task_id=task_id)
+    if not mine:
+        raise UsageError(f"Run {baseline} has no attempt at task {task_id} (the run is gone, or was replaced).")
+    left = next((a for a in mine if a.passed == baseline_better), mine[0])
+    return left, counterpart(store, left, candidate)
+
+
+def _check_runs(store: Store, baseline: str, candidate: str) -> None:
+    """Name a run that is gone in one line, before loading starts."""
+    found = {r["run_id"] for r in fetch_dicts(store, "SELECT run_id FROM runs WHERE run_id IN (?, ?)",
+                                              [baseline, candidate])}
+    for run_id in (baseline, candidate):
+        if run_id not in found:
+            raise UsageError(f"Run {run_id} is not in this store (deleted, or the store was replaced).")

@@ -1,0 +1,347 @@
+"""Screen 7: two runs compared, paired by task: the verdict and its statistics, the flips (regressions
+first), the per-category deltas and the tasks that moved the score most; Enter on a task diffs it across
+the two runs.
+
+The numbers are ``nel compare``'s (``workbench.analysis.compare``), computed in a worker; the screen only
+lays them out, so the TUI and the CLI never disagree.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.widget import Widget
+from textual.widgets import DataTable, Static
+
+from workbench.analysis.compare import CategoryDelta, Comparison, Flip
+from workbench.analysis.triage import MovedTask, TriageComparison, cross_run_pair, run_comparison
+from workbench.tui import format as fmt
+from workbench.tui.messages import ComparisonLoaded, CounterpartFound
+from workbench.tui.screens.base import NelScreen
+from workbench.tui.widgets.table import Cell, NelTable
+
+FLIPS_SHOWN = 500  # per kind: a table of thousands of rows is slow to fill and no one reads past the top
+FLIP_COLUMNS = (("kind", " "), ("task", "task"), ("category", "category"), ("a", "A k/n"), ("b", "B k/n"),
+                ("delta", "Δ"))
+CATEGORY_COLUMNS = (("category", "category"), ("delta", "Δ"), ("a", "A"), ("b", "B"), ("tasks", "tasks"),
+                    ("worse", "▼"), ("better", "▲"), ("ci", "95% CI"))
+MOVED_COLUMNS = (("task", "task"), ("delta", "Δ task"), ("contribution", "share of Δ"), ("running", "Σ so far"))
+TABLES = ("#flips", "#categories", "#moved")
+VERDICT_STYLES = {"PASS": "bold green", "WARN": "bold yellow", "BLOCK": "bold red", "INCONCLUSIVE": "bold blue"}
+TEST_LABELS = {"mcnemar_exact": "McNemar", "paired_t": "paired t", "wilcoxon": "Wilcoxon",
+               "sign_flip_permutation": "sign-flip"}
+
+
+def signed(value: float, digits: int = 3) -> str:
+    return "—" if math.isnan(value) else f"{value:+.{digits}f}"
+
+
+def p_value(p: float) -> str:
+    return "—" if math.isnan(p) else f"{p:.3f}" if p >= 1e-3 else f"{p:.1e}"
+
+
+def delta_cell(value: float, digits: int = 3) -> Text:
+    """A right-aligned signed number, red when it fell and green when it rose."""
+    style = "red" if value < 0 else "green" if value > 0 else ""
+    return Text(signed(value, digits), style=style, justify="right")
+
+
+def passes(k: int, n: int, errors: int) -> Text:
+    return fmt.num(f"{k}/{n}" + (f" ({errors} err)" if errors else ""))
+
+
+def headline(c: Comparison) -> Text:
+    """The verdict and the numbers it rests on: the metric on each side, the delta with its interval, the
+    p-values of the tests that apply, the pairing, any warning, and the verdict's reasons."""
+    s, cov, f = c.score, c.coverage, c.flips
+    text = Text()
+    text.append(f" {c.verdict} ", style=f"reverse {VERDICT_STYLES.get(c.verdict, 'bold')}")
+    text.append(f"  {s.metric}  A {fmt.rate(s.baseline)} → B {fmt.rate(s.candidate)}  Δ ")
+    text.append(signed(s.delta), style="red" if s.delta < 0 else "green" if s.delta > 0 else "")
+    interval = "—" if math.isnan(s.low) else f"[{s.low:+.3f}, {s.high:+.3f}]"
+    text.append(f" 95% CI {interval}\n")
+    shown = [t for t in s.tests if t.name in TEST_LABELS and t.applicable]
+    tests = " · ".join(f"{TEST_LABELS[t.name]} {p_value(t.p_value)}" for t in shown) or "none applies"
+    mcnemar = "" if c.mcnemar_applies else " · McNemar n/a"
+    text.append(f"p-values: {tests}{mcnemar}\n")
+    union = cov.n_paired + len(cov.only_baseline) + len(cov.only_candidate)
+    coverage = f"{100 * cov.n_paired / union:.0f}%" if union else "—"
+    text.append(f"{cov.n_paired} paired tasks ({coverage} coverage: {len(cov.only_baseline)} only in A, "
+                f"{len(cov.only_candidate)} only in B) · {len(f.regressions)} fell, {len(f.improvements)} rose, "
+                f"{f.n_unchanged} same")
+    for warning in c.warnings:
+        text.append(f"\n! {warning}", style="bold red")
+    for reason in c.reasons:
+        text.append(f"\n· {reason}", style="dim" if c.verdict == "PASS" else "")
+    return text
+
+
+class CompareScreen(NelScreen):
+    """Run A (the baseline) against run B (the candidate), paired by task."""
+
+    AUTO_FOCUS = "#flips"
+    title_text = "compare two runs"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("d", "diff", "Diff", tooltip="Diff the highlighted task across the two runs: a passing attempt on "
+                "the side that scored better against a failing one on the other (Enter too)"),
+        Binding("r", "regressions", "Drops", tooltip="Jump to the first regression (the largest drop)"),
+        Binding("i", "improvements", "Gains", tooltip="Jump to the first improvement (the largest gain)"),
+        Binding("s", "swap", "Swap", tooltip="Swap the sides: B becomes the baseline, A the candidate"),
+        Binding("tab", "next_table", "Next table", show=False,
+                tooltip="Move to the next table: flips → categories → moved most"),
+        Binding("shift+tab", "previous_table", "Previous table", show=False, tooltip="Move to the previous table"),
+        Binding("x", "clear", "All categories", show=False,
+                tooltip="Show the flips of every category (Enter on a category shows only its flips)"),
+        Binding("R", "reload", "Reload", show=False, tooltip="Compare the two runs again (a running run has moved on)"),
+    ]
+    DEFAULT_CSS = """
+    CompareScreen #headline {
+        height: auto;
+        max-height: 40%;
+        overflow-y: auto;
+        padding: 0 1;
+    }
+    CompareScreen #headline.error {
+        color: $text-error;
+    }
+    CompareScreen #upper {
+        height: 3fr;
+    }
+    CompareScreen #lower {
+        height: 2fr;
+    }
+    CompareScreen #flips, CompareScreen #categories, CompareScreen #moved {
+        border-top: solid $primary-muted;
+    }
+    CompareScreen #flips:focus, CompareScreen #categories:focus, CompareScreen #moved:focus {
+        border-top: solid $accent;
+    }
+    CompareScreen #categories {
+        width: 1fr;
+    }
+    CompareScreen #moved {
+        width: 1fr;
+        margin-left: 1;
+    }
+    """
+
+    def __init__(self, baseline: str, candidate: str) -> None:
+        super().__init__()
+        self.baseline, self.candidate = baseline, candidate
+        self.result: TriageComparison | None = None
+        self.category: str | None = None
+        """The category whose flips alone are shown (Enter on a category), None for all."""
+        self._flips: dict[str, Flip] = {}
+        self._moved: dict[str, MovedTask] = {}
+
+    def crumb(self) -> str:
+        return f"nel › runs › compare A {self.baseline} → B {self.candidate}"
+
+    def compose_body(self) -> Iterable[Widget]:
+        yield Static("", id="headline", markup=False)
+        yield Vertical(NelTable(id="flips"), id="upper")
+        yield Horizontal(NelTable(id="categories"), NelTable(id="moved"), id="lower")
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        for selector, columns in zip(TABLES, (FLIP_COLUMNS, CATEGORY_COLUMNS, MOVED_COLUMNS), strict=True):
+            self.query_one(selector, NelTable).set_columns(columns)
+        self._show_tables(False)
+        self.action_reload()
+
+    # ---- loading ---------------------------------------------------------------------------------------------
+    def action_reload(self) -> None:
+        """Compare the two runs (again) in a worker."""
+        baseline, candidate = self.baseline, self.candidate
+        headline = self.query_one("#headline", Static)
+        headline.remove_class("error")
+        headline.update(f"comparing {baseline} (A, baseline) with {candidate} (B, candidate)…")
+        self.query_one("#crumb", Static).update(self.crumb())
+        self.start("compare", lambda token: ComparisonLoaded(token, run_comparison(self.store(), baseline, candidate)))
+
+    def on_comparison_loaded(self, message: ComparisonLoaded) -> None:
+        if not self.current("compare", message.token):
+            return
+        self.result = result = message.result
+        c = result.comparison
+        if self.category is not None and all(d.category != self.category for d in c.categories):
+            self.category = None
+        self.query_one("#headline", Static).update(headline(c))
+        self._fill_flips()
+        self._fill_categories(c)
+        self._fill_moved(result)
+        self._show_tables(True)
+        self.say("")
+        self.refresh_bindings()
+
+    def failed(self, group: str, text: str) -> None:
+        if group != "compare":
+            self.say(text, error=True)
+            return
+        self.result = None
+        self._show_tables(False)
+        headline = self.query_one("#headline", Static)
+        headline.add_class("error")
+        headline.update(f"Cannot compare {self.baseline} (A) with {self.candidate} (B).\n{text}\n"
+                        "Press Escape to go back to the runs, or R to try again.")
+        self.refresh_bindings()
+
+    def _show_tables(self, shown: bool) -> None:
+        self.query_one("#upper").display = shown
+        self.query_one("#lower").display = shown
+
+    # ---- the tables ------------------------------------------------------------------------------------------
+    def _fill_flips(self) -> None:
+        table = self.query_one("#flips", NelTable)
+        keep = table.highlighted_key()
+        table.clear()
+        self._flips = {}
+        if self.result is None:
+            return
+        f = self.result.comparison.flips
+        counts = []
+        for kind, items, style in (("▼", f.regressions, "red"), ("▲", f.improvements, "green")):
+            chosen = [x for x in items if self.category is None or x.category == self.category]
+            counts.append(f"{len(chosen)} {kind}" + (f" (first {FLIPS_SHOWN})" if len(chosen) > FLIPS_SHOWN else ""))
+            for x in chosen[:FLIPS_SHOWN]:
+                self._flips[x.task_id] = x
+                table.add_row(Text(kind, style=style), fmt.num(str(x.task_idx)), fmt.clip(x.category or "—", 16),
+                              passes(x.baseline_passes, x.baseline_attempts, x.baseline_errors),
+                              passes(x.candidate_passes, x.candidate_attempts, x.candidate_errors),
+                              delta_cell(x.delta), key=x.task_id)
+        where = f" in {self.category} (x: all)" if self.category else ""
+        table.border_title = f"flips{where}: {', '.join(counts)} · Enter diffs a task across the runs"
+        table.move_to_key(keep)
+
+    def _fill_categories(self, c: Comparison) -> None:
+        table = self.query_one("#categories", NelTable)
+        keep = table.highlighted_key()
+        table.clear()
+        for d in c.categories:
+            table.add_row(*self._category_row(d), key=d.category)
+        table.border_title = f"by {c.category_column}" if c.categories else "no task categories in these runs"
+        table.move_to_key(keep)
+
+    @staticmethod
+    def _category_row(d: CategoryDelta) -> tuple[Cell, ...]:
+        ci = f"[{d.low:+.2f}, {d.high:+.2f}]" if d.n_tasks > 1 and not math.isnan(d.low) else "—"
+        return (fmt.clip(d.category, 14), delta_cell(d.delta), fmt.num(fmt.rate(d.baseline)),
+                fmt.num(fmt.rate(d.candidate)), fmt.num(str(d.n_tasks)), fmt.num(str(d.n_regressions)),
+                fmt.num(str(d.n_improvements)), fmt.num(ci))
+
+    def _fill_moved(self, result: TriageComparison) -> None:
+        table = self.query_one("#moved", NelTable)
+        keep = table.highlighted_key()
+        table.clear()
+        self._moved = {}
+        running = 0.0
+        for m in result.moved:
+            running += m.contribution
+            self._moved[m.task_id] = m
+            table.add_row(fmt.num(str(m.baseline_idx)), delta_cell(m.delta), delta_cell(m.contribution, 4),
+                          fmt.num(signed(running, 4)), key=m.task_id)
+        more = f" (top {len(result.moved)} of {result.n_moved})" if result.n_moved > len(result.moved) else ""
+        table.border_title = f"moved the score most{more}"
+        table.move_to_key(keep)
+
+    @on(DataTable.RowSelected, "#flips")
+    @on(DataTable.RowSelected, "#moved")
+    def _enter_task(self) -> None:
+        self.action_diff()
+
+    @on(DataTable.RowSelected, "#categories")
+    def _enter_category(self, event: DataTable.RowSelected) -> None:
+        category = str(event.row_key.value)
+        self.category = None if self.category == category else category
+        self._fill_flips()
+        self.query_one("#flips", NelTable).move_to_key(None)
+
+    # ---- actions ---------------------------------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Keys that act on the comparison are greyed out until it is loaded."""
+        if action in ("diff", "regressions", "improvements", "clear"):
+            return True if self.result is not None else None
+        return True
+
+    def _highlighted_task(self) -> tuple[str, float, float] | None:
+        """The highlighted task of the focused table (flips unless the moved-most table has focus):
+        its id and its score in A and in B."""
+        if self.focused is not None and self.focused.id == "moved":
+            key = self.query_one("#moved", NelTable).highlighted_key()
+            m = self._moved.get(key or "")
+            return (m.task_id, m.baseline_score, m.candidate_score) if m else None
+        key = self.query_one("#flips", NelTable).highlighted_key()
+        f = self._flips.get(key or "")
+        return (f.task_id, f.baseline_score, f.candidate_score) if f else None
+
+    def action_diff(self) -> None:
+        """Diff the highlighted task across the runs (in a worker: the attempts are read first)."""
+        task = self._highlighted_task()
+        if task is None:
+            self.say("No task to diff: highlight a flip or a task that moved the score.")
+            return
+        task_id, a_score, b_score = task
+        baseline, candidate = self.baseline, self.candidate
+
+        def job(token: int) -> CounterpartFound:
+            left, right = cross_run_pair(self.store(), baseline, candidate, task_id, baseline_better=a_score > b_score)
+            return CounterpartFound(token, left, right, candidate)
+
+        self.start("diff", job)
+
+    def on_counterpart_found(self, message: CounterpartFound) -> None:
+        from workbench.tui.screens.diff import DiffScreen
+
+        if not self.current("diff", message.token) or not self.is_current:
+            return  # a newer request, or the user has moved on meanwhile
+        a = message.attempt
+        if message.other is None:
+            self.say(f"Run {message.other_run} has no attempt at task {a.task_id} (any more).", error=True)
+            return
+        self.say("")
+        self.app.push_screen(DiffScreen(a.run_id, a.task_idx, left=a, right=message.other,
+                                        other_run=message.other_run))
+
+    def _jump(self, kind: str, what: str) -> None:
+        table = self.query_one("#flips", NelTable)
+        table.focus()
+        for row, key in enumerate(table.rows):
+            flip = self._flips.get(str(key.value))
+            if flip is not None and (flip.delta < 0) == (kind == "regression"):
+                table.move_cursor(row=row, animate=False, scroll=True)
+                return
+        where = f" in {self.category}" if self.category else ""
+        self.say(f"No {what}{where}: no paired task {'fell' if kind == 'regression' else 'rose'}.")
+
+    def action_regressions(self) -> None:
+        self._jump("regression", "regression")
+
+    def action_improvements(self) -> None:
+        self._jump("improvement", "improvement")
+
+    def action_clear(self) -> None:
+        if self.category is not None:
+            self.category = None
+            self._fill_flips()
+
+    def action_swap(self) -> None:
+        """B becomes the baseline and A the candidate: every delta changes sign, the flips trade places."""
+        self.baseline, self.candidate = self.candidate, self.baseline
+        self.action_reload()
+
+    def _cycle(self, step: int) -> None:
+        tables = [self.query_one(selector, NelTable) for selector in TABLES]
+        current = next((i for i, t in enumerate(tables) if t.has_focus), -1)
+        tables[(current + step) % len(tables)].focus()
+
+    def action_next_table(self) -> None:
+        self._cycle(1)
+
+    def action_previous_table(self) -> None:
+        self._cycle(-1)

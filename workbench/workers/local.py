@@ -1,0 +1,287 @@
+"""Background runs on this machine: start, find, stop and resume them.
+
+``launch`` starts a detached supervisor process (``python -m workbench.workers.supervise``) in a
+session of its own, so the run outlives the terminal or TUI that started it. The supervisor starts
+one ``nel eval run`` worker per shard, waits for them, merges a sharded run, and keeps a state file
+up to date. Everything about a launch lives beside the store, in ``<store>.workers/<launch_id>/``:
+``state.json`` (written atomically), ``supervisor.log`` and ``shard-N.log``; so any process that knows
+the store can list, stop or resume its background runs.
+
+Stopping sends SIGTERM to the launch's process group: each worker records its run as interrupted
+and keeps every completed step; resuming starts the workers again with ``--resume``, which skips the
+steps the store already holds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from workbench.engine.identity import new_run_id
+from workbench.errors import UsageError
+from workbench.workers.request import RunRequest
+
+LAUNCH_ENV = "NEL_LAUNCH_ID"
+"""Set in every worker's environment; the run records it (``runs.config.launch_id``)."""
+ACTIVE = ("starting", "running", "merging", "stopping")
+_SOURCE_ROOT = Path(__file__).resolve().parents[2]
+
+
+def workers_root(store: Path) -> Path:
+    return store.with_name(store.name + ".workers")
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerState:
+    """One shard worker: its process id while it runs, its exit code once it has ended."""
+
+    shard_idx: int
+    pid: int | None = None
+    exit_code: int | None = None
+    log: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchState:
+    """What ``state.json`` holds. ``status``: starting, running, merging, stopping, then one of
+    complete, failed, stopped; ``lost`` is never written: it is what a reader sees when the
+    supervisor died without saying so (``kill -9``, a reboot)."""
+
+    launch_id: str
+    request: RunRequest
+    status: str = "starting"
+    supervisor_pid: int | None = None
+    run_ids: tuple[str, ...] = ()
+    workers: tuple[WorkerState, ...] = ()
+    model_url: str | None = None
+    model_pid: int | None = None
+    """The built-in mock model's process, when the launch started one (in a session of its own)."""
+    message: str = ""
+    started_at: float = field(default_factory=time.time)
+    ended_at: float | None = None
+    resumes: int = 0
+
+    @property
+    def directory(self) -> Path:
+        return workers_root(self.request.store) / self.launch_id
+
+    @property
+    def active(self) -> bool:
+        return self.status in ACTIVE
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "launch_id": self.launch_id, "request": self.request.to_json(), "status": self.status,
+            "supervisor_pid": self.supervisor_pid, "run_ids": list(self.run_ids),
+            "workers": [{"shard_idx": w.shard_idx, "pid": w.pid, "exit_code": w.exit_code, "log": w.log}
+                        for w in self.workers],
+            "model_url": self.model_url, "model_pid": self.model_pid, "message": self.message,
+            "started_at": self.started_at, "ended_at": self.ended_at, "resumes": self.resumes,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> LaunchState:
+        return cls(
+            launch_id=str(data["launch_id"]), request=RunRequest.from_json(data["request"]),
+            status=str(data.get("status", "starting")), supervisor_pid=data.get("supervisor_pid"),
+            run_ids=tuple(data.get("run_ids") or ()),
+            workers=tuple(WorkerState(**w) for w in data.get("workers") or ()),
+            model_url=data.get("model_url"), model_pid=data.get("model_pid"), message=str(data.get("message") or ""),
+            started_at=float(data.get("started_at") or 0.0), ended_at=data.get("ended_at"),
+            resumes=int(data.get("resumes") or 0),
+        )
+
+
+def write_state(state: LaunchState) -> None:
+    """Replace ``state.json`` atomically: a reader sees the old state or the new, never half of one."""
+    state.directory.mkdir(parents=True, exist_ok=True)
+    path = state.directory / "state.json"
+    tmp = path.with_name(f".state-{os.getpid()}.json.tmp")
+    tmp.write_bytes(orjson.dumps(state.to_json(), option=orjson.OPT_INDENT_2))
+    os.replace(tmp, path)
+
+
+def read_state(directory: Path) -> LaunchState:
+    path = directory / "state.json"
+    try:
+        return LaunchState.from_json(orjson.loads(path.read_bytes()))
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such launch") from None
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise UsageError(f"{path}: not a launch state file ({exc})") from None
+
+
+def pid_alive(pid: int | None) -> bool:
+    """Whether ``pid`` names a live process (a zombie counts as gone)."""
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    with contextlib.suppress(OSError):
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    return True
+
+
+STARTUP_GRACE_S = 30.0
+
+
+def observed(state: LaunchState) -> LaunchState:
+    """``state`` as it really is now: an active launch whose supervisor is gone is ``lost``."""
+    if state.status == "starting" and state.supervisor_pid is None \
+            and time.time() - state.started_at < STARTUP_GRACE_S:  # the supervisor has not written its pid yet
+        return state
+    if state.active and not pid_alive(state.supervisor_pid):
+        return replace(state, status="lost", message=state.message or "the supervisor process is gone")
+    return state
+
+
+def launches(store: Path) -> Iterator[LaunchState]:
+    """Every launch recorded beside ``store``, newest first, as observed now."""
+    root = workers_root(store)
+    if not root.is_dir():
+        return
+    found = []
+    for directory in root.iterdir():
+        with contextlib.suppress(UsageError):
+            found.append(observed(read_state(directory)))
+    yield from sorted(found, key=lambda s: s.started_at, reverse=True)
+
+
+def find_launch(store: Path, run_id: str) -> LaunchState | None:
+    """The newest launch that runs (or ran) ``run_id``."""
+    return next((s for s in launches(store) if run_id in s.run_ids or s.request.run_id == run_id), None)
+
+
+def launch(request: RunRequest) -> LaunchState:
+    """Validate ``request`` and start its supervisor in the background; return the first state.
+
+    A run from flags gets its run id now (``request.run_id`` or a fresh one), so the caller can
+    watch it at once; a config file's runs are recorded in ``run_ids`` as they appear.
+    """
+    request.validate()
+    if request.config is not None:
+        from workbench.config import load_config
+
+        load_config(request.config, request.config_overrides())  # its mistakes now, named by file:line
+    else:
+        _check_benchmark(str(request.bench))
+    if request.config is None and request.run_id is None:
+        request = replace(request, run_id=new_run_id(str(request.bench)))
+    launch_id = request.run_id or f"suite-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
+    state = LaunchState(launch_id=launch_id, request=request,
+                        run_ids=(request.run_id,) if request.run_id else ())
+    if (state.directory / "state.json").exists():
+        previous = observed(read_state(state.directory))
+        if previous.active:
+            raise UsageError(f"run {launch_id} is already running in the background (pid {previous.supervisor_pid})")
+    return _start_supervisor(state)
+
+
+def _check_benchmark(name: str) -> None:
+    """A built-in or registered benchmark, or a BYOB ``.py`` file that exists."""
+    from workbench.environments import benchmark_names
+
+    if name.endswith(".py"):
+        if not Path(name).expanduser().is_file():
+            raise UsageError(f"bench: {name}: no such file")
+    elif name not in benchmark_names():
+        raise UsageError(f"bench: unknown benchmark {name!r}; known: {', '.join(benchmark_names())}")
+
+
+def resume(store: Path, run_id: str) -> LaunchState:
+    """Start the workers of a stopped, failed or lost launch again; they skip the steps already done."""
+    state = find_launch(store, run_id)
+    if state is None:
+        raise UsageError(f"run {run_id} was not started in the background from this store; resume it with "
+                         f"`nel eval run ... --run-id {run_id} --resume`")
+    if state.active:
+        raise UsageError(f"run {run_id} is still running (pid {state.supervisor_pid})")
+    return _start_supervisor(replace(state, status="starting", supervisor_pid=None, workers=(), message="",
+                                     ended_at=None, resumes=state.resumes + 1, started_at=time.time()))
+
+
+def stop(store: Path, run_id: str, *, grace_s: float = 10.0) -> LaunchState:
+    """Ask the launch running ``run_id`` to stop (SIGTERM to its process group); wait up to ``grace_s``
+    for it to record itself as stopped, then kill what is left."""
+    state = find_launch(store, run_id)
+    if state is None:
+        raise UsageError(f"run {run_id} was not started in the background from this store: stop it where it runs")
+    deadline = time.monotonic() + grace_s
+    while state.supervisor_pid is None and state.active and time.monotonic() < deadline:
+        time.sleep(0.05)  # launched a moment ago: its supervisor has not written its pid yet
+        state = observed(read_state(state.directory))
+    if state.status == "lost":  # its workers may live on, orphaned: end them and say so
+        _signal_group(state, signal.SIGTERM)
+        while any(pid_alive(w.pid) for w in state.workers if w.exit_code is None) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        _signal_group(state, signal.SIGKILL)
+        _end_process(state.model_pid, deadline)
+        final = replace(state, status="stopped", message="stopped the workers of a supervisor that was gone",
+                        ended_at=time.time())
+        write_state(final)
+        return final
+    if not state.active:
+        return state
+    _signal_group(state, signal.SIGTERM)
+    while time.monotonic() < deadline:
+        state = observed(read_state(state.directory))
+        if not state.active:
+            return state
+        time.sleep(0.05)
+    _signal_group(state, signal.SIGKILL)
+    final = replace(state, status="stopped", message="killed: it did not stop within "
+                    f"{grace_s:.0f} s of SIGTERM", ended_at=time.time())
+    write_state(final)
+    return final
+
+
+def _end_process(pid: int | None, deadline: float) -> None:
+    """SIGTERM ``pid``, wait until ``deadline`` (monotonic) for it to go, then SIGKILL it."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        if not pid_alive(pid):
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid or 0, sig)
+        while sig == signal.SIGTERM and pid_alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+
+def _signal_group(state: LaunchState, sig: signal.Signals) -> None:
+    """The supervisor's process group (it leads one), then any worker still alive outside it."""
+    if state.supervisor_pid:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(state.supervisor_pid, sig)
+    for worker in state.workers:
+        if worker.exit_code is None and pid_alive(worker.pid):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(worker.pid or 0, sig)
+
+
+def _start_supervisor(state: LaunchState) -> LaunchState:
+    write_state(state)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_SOURCE_ROOT), env.get("PYTHONPATH")) if p)
+    log = (state.directory / "supervisor.log").open("ab")
+    with log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "workbench.workers.supervise", str(state.directory)],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+            start_new_session=True, close_fds=True,
+        )
+    return replace(state, supervisor_pid=process.pid)  # the supervisor writes its own pid: no lost update
