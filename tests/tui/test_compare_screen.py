@@ -13,7 +13,7 @@ from pilot_helpers import column, open_screen, row_keys, screen_text, settle, te
 from textual.pilot import Pilot
 from tui_store import RUN_A, RUN_B, TASK_IDS
 
-from workbench.analysis.triage import cross_run_pair, moved_tasks, run_comparison
+from workbench.analysis.triage.compare import cross_run_pair, moved_tasks, run_comparison
 from workbench.errors import UsageError
 from workbench.store.reader import Store
 from workbench.tui.app import NelApp

@@ -6,6 +6,8 @@ request (a changed filter, a further keypress) has made stale.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.message import Message
 
 from workbench.analysis.triage import (
@@ -17,10 +19,12 @@ from workbench.analysis.triage import (
     SqlResult,
     TaskDetail,
     TaskPage,
-    TriageComparison,
     WordDiff,
 )
-from workbench.workers import LaunchState
+
+if TYPE_CHECKING:  # the comparison needs polars: not imported until two runs are compared
+    from workbench.analysis.triage.compare import TriageComparison
+    from workbench.workers import LaunchState
 
 
 class Reply(Message, bubble=False):

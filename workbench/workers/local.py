@@ -28,7 +28,6 @@ from typing import Any
 
 import orjson
 
-from workbench.engine.identity import new_run_id
 from workbench.errors import UsageError
 from workbench.workers.request import RunRequest
 
@@ -182,6 +181,8 @@ def launch(request: RunRequest) -> LaunchState:
     else:
         _check_benchmark(str(request.bench))
     if request.config is None and request.run_id is None:
+        from workbench.engine.identity import new_run_id  # the engine package is heavy: only when launching
+
         request = replace(request, run_id=new_run_id(str(request.bench)))
     launch_id = request.run_id or f"suite-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
     state = LaunchState(launch_id=launch_id, request=request,

@@ -3,7 +3,8 @@
 Every function takes a ``Store`` (or plain values) and returns typed rows, so the TUI stays a thin
 view and each query is testable on its own. Filtering, sorting and paging of the task list happen in
 SQL: a run of 250,000 tasks opens as fast as one of 20. Statistics come from the store's views
-(``run_metrics``, ``task_stats``), never recomputed here.
+(``run_metrics``, ``task_stats``), never recomputed here. Comparing two runs (``triage.compare``) needs
+polars and the statistics: it is imported where it is used, so opening the TUI does not wait on them.
 """
 
 from workbench.analysis.triage.attempts import (
@@ -18,14 +19,6 @@ from workbench.analysis.triage.attempts import (
     scoring_difference,
     task_detail,
     transcript,
-)
-from workbench.analysis.triage.compare import (
-    MOVED_SHOWN,
-    MovedTask,
-    TriageComparison,
-    cross_run_pair,
-    moved_tasks,
-    run_comparison,
 )
 from workbench.analysis.triage.diff import DiffRow, Span, WordDiff, word_diff
 from workbench.analysis.triage.live import (
@@ -55,7 +48,6 @@ from workbench.analysis.triage.tasks import (
 
 __all__ = [
     "BUCKETS",
-    "MOVED_SHOWN",
     "RUN_SORTS",
     "TASK_SORTS",
     "Attempt",
@@ -63,7 +55,6 @@ __all__ = [
     "DiffRow",
     "FailureEvent",
     "LiveSnapshot",
-    "MovedTask",
     "RateMeter",
     "RunHeader",
     "RunOverview",
@@ -77,20 +68,16 @@ __all__ = [
     "TaskList",
     "TaskPage",
     "TaskRow",
-    "TriageComparison",
     "WordDiff",
     "attempts",
     "average_rates",
     "blocks_text",
     "conversation",
     "counterpart",
-    "cross_run_pair",
     "default_pair",
     "live_snapshot",
-    "moved_tasks",
     "named_queries",
     "one_line",
-    "run_comparison",
     "run_overview",
     "run_row",
     "run_sql",

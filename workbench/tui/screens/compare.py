@@ -20,7 +20,7 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Static
 
 from workbench.analysis.compare import CategoryDelta, Comparison, Flip
-from workbench.analysis.triage import MovedTask, TriageComparison, cross_run_pair, run_comparison
+from workbench.analysis.triage.compare import MovedTask, TriageComparison, cross_run_pair, run_comparison
 from workbench.tui import format as fmt
 from workbench.tui.messages import ComparisonLoaded, CounterpartFound
 from workbench.tui.screens.base import NelScreen
