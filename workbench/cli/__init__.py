@@ -180,6 +180,22 @@ def build_parser() -> argparse.ArgumentParser:
     gate.add_argument("--seed", type=int, default=0)
     gate.set_defaults(func=_handler("compare_cmd", "cmd_gate"))
 
+    dg = sub.add_parser("diagnose", help="why did the score change? an evidence-backed markdown report on one run, "
+                        "or on a baseline and a candidate (BLADE's sections)")
+    dg.add_argument("baseline", metavar="BASELINE", help="run id in the store, or a results directory")
+    dg.add_argument("candidate", metavar="CANDIDATE", nargs="?", help="run id or results directory to compare with")
+    dg.add_argument("-o", "--output", metavar="report.md", help="write the report here (default: standard output)")
+    dg.add_argument("--metric", help="diagnose this metric (default: the baseline's primary metric)")
+    dg.add_argument("--slice", action="append", metavar="COLUMN", dest="slices",
+                    help="profile and split by this metadata column (repeatable; default: every column with "
+                         "few distinct values, e.g. category)")
+    dg.add_argument("--top", type=_positive_int, default=5, metavar="N",
+                    help="tasks shown per deep dive and per direction of the shift (default 5)")
+    dg.add_argument("--format", choices=("markdown", "json"), default="markdown",
+                    help="markdown report (default), or the whole diagnosis as JSON")
+    _store_arg(dg)
+    dg.set_defaults(func=_handler("diagnose_cmd", "cmd_diagnose"))
+
     tui = sub.add_parser("tui", help="the terminal UI: runs, live progress, sometimes-pass tasks, trajectory diffs")
     _store_arg(tui)
     tui.set_defaults(func=_handler("tui_cmd", "cmd_tui"))
