@@ -23,7 +23,7 @@ from workbench.store.columns import sql_string
 
 ATTEMPT_COLUMNS = (
     "task_id", "task_idx", "repeat", "reward", "passed", "error", "failure_category", "latency_ms",
-    "prompt_tokens", "completion_tokens", "total_tokens",
+    "prompt_tokens", "completion_tokens", "total_tokens", "response_chars",
 )
 TASK_COLUMNS = ("task_id", "task_idx", "n", "n_pass", "reward_sum", "n_error")
 _RESERVED = frozenset(ATTEMPT_COLUMNS) | frozenset(TASK_COLUMNS)
@@ -82,7 +82,8 @@ def load_run(source: str, *, store: Path | None = None, metric: str | None = Non
 # ---- from the store --------------------------------------------------------------------------------
 _STORE_SRC = """
 SELECT s.task_id, s.task_idx, s.repeat, {reward} AS reward, {passed} AS passed, s.failure_category, s.latency_ms,
-       s.prompt_tokens, s.completion_tokens, s.total_tokens, s.metadata, s.scoring_details ->> 'category' AS sd_category
+       s.prompt_tokens, s.completion_tokens, s.total_tokens, length(s.response) AS response_chars, s.metadata,
+       s.scoring_details ->> 'category' AS sd_category
 FROM steps s {join}
 WHERE s.run_id = $run
 """
@@ -128,8 +129,8 @@ def _load_store(store: Store, run_id: str, metric: str | None) -> RunData:
 
 # ---- from an exported directory --------------------------------------------------------------------
 _RESULTS_COLUMNS = ("{problem_idx: 'BIGINT', repeat: 'BIGINT', task_id: 'VARCHAR', reward: 'DOUBLE', "
-                    "passed: 'BOOLEAN', failure_category: 'VARCHAR', metadata: 'JSON', scoring_details: 'JSON', "
-                    "scores: 'JSON'}")
+                    "passed: 'BOOLEAN', failure_category: 'VARCHAR', model_response: 'VARCHAR', metadata: 'JSON', "
+                    "scoring_details: 'JSON', scores: 'JSON'}")
 _TRAJ_COLUMNS = ("{problem_idx: 'BIGINT', repeat: 'BIGINT', latency: 'STRUCT(latency_ms DOUBLE)', "
                  "tokens: 'STRUCT(prompt_tokens BIGINT, completion_tokens BIGINT, total_tokens BIGINT)'}")
 
@@ -179,7 +180,7 @@ def _load_export(bundle_file: Path, metric: str | None) -> RunData:
     src = f"""
         SELECT coalesce(r.task_id, r.problem_idx::VARCHAR) AS task_id, r.problem_idx AS task_idx, r.repeat,
                {reward} AS reward, {passed} AS passed, r.failure_category,
-               {cost_sql},
+               {cost_sql}, length(r.model_response) AS response_chars,
                r.metadata, r.scoring_details ->> 'category' AS sd_category
         FROM read_json({sql_string(results)}, format = 'newline_delimited', columns = {_RESULTS_COLUMNS},
                        maximum_object_size = {_MAX_LINE}) r {join}
@@ -247,7 +248,7 @@ def _frames(
                failure_category::VARCHAR AS failure_category,
                latency_ms::DOUBLE AS latency_ms, prompt_tokens::BIGINT AS prompt_tokens,
                completion_tokens::BIGINT AS completion_tokens, total_tokens::BIGINT AS total_tokens,
-               sd_category::VARCHAR AS sd_category, hash(metadata) AS nel_mh
+               response_chars::BIGINT AS response_chars, sd_category::VARCHAR AS sd_category, hash(metadata) AS nel_mh
         FROM ({src}) ORDER BY task_idx, repeat
     """, src_params).pl()
     merged = ("CASE WHEN t.metadata IS NULL OR m.metadata = t.metadata THEN m.metadata WHEN m.metadata IS NULL "
