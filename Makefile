@@ -36,6 +36,8 @@ perf: install
 	$(BIN)/python tests/perf/bench_stats.py
 	$(BIN)/python tests/perf/bench_compare.py
 	$(BIN)/python tests/perf/bench_tui.py
+	$(BIN)/python tests/perf/bench_diagnose.py
+	$(BIN)/python tests/perf/bench_widgets.py
 
 clean:
 	rm -rf $(VENV) nel-results nel-demo .pytest_cache .mypy_cache .ruff_cache

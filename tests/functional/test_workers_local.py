@@ -13,9 +13,10 @@ import pytest
 
 from workbench.errors import UsageError
 from workbench.model.mock import MockHandle
+from workbench.store.live import pid_alive
 from workbench.store.reader import Store
 from workbench.workers import MOCK, LaunchState, RunRequest, find_launch, launch, launches, resume, stop
-from workbench.workers.local import observed, pid_alive, read_state
+from workbench.workers.local import observed, read_state
 
 TIMEOUT_S = 90.0
 

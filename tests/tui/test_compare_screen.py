@@ -246,3 +246,43 @@ class TestHeadless:
             con.close()
         with pytest.raises(UsageError, match="different benchmarks and share no task"):
             run_comparison(Store(path), RUN_A, "syn-0")
+
+
+class TestFindings:
+    """f on the comparison: the diagnosis' heuristic findings, each with its rule and the tasks it cites."""
+
+    async def test_f_lists_findings_with_their_rule_and_enter_opens_a_cited_task(self, demo: Path) -> None:
+        from workbench.tui.screens.findings import FindingsScreen
+        from workbench.tui.screens.task import TaskScreen
+
+        app = NelApp(demo)
+        async with app.run_test(size=(110, 36)) as pilot:
+            await settle(pilot)
+            await open_compare(pilot)
+            await pilot.press("f")
+            await settle(pilot)
+            screen = app.screen
+            assert isinstance(screen, FindingsScreen)
+            summary = text_of(app, "#summary")
+            assert "paired tasks" in summary and "Heuristic" in summary
+            assert screen.findings, "the demo runs have errors and one-sided tasks: some rule speaks"
+            rules = {rf.finding.rule for rf in screen.findings}
+            assert "shift.one_sided_tasks" in rules  # task 7 was attempted by B only
+            assert "rule: " in text_of(app, "#detail") and "(heuristic)" in text_of(app, "#detail")
+            cited = next(i for i, rf in enumerate(screen.findings) if rf.finding.task_idx)
+            for _ in range(cited):
+                await pilot.press("down")
+            await pilot.press("enter")
+            await settle(pilot)
+            assert isinstance(app.screen, TaskScreen)
+            assert app.screen.task_idx == screen.findings[cited].finding.task_idx[0]
+            assert app.screen.run_id == screen.findings[cited].run_id
+
+    async def test_a_run_that_is_gone_is_a_message_not_a_traceback(self, demo: Path) -> None:
+        from workbench.tui.screens.findings import FindingsScreen
+
+        app = NelApp(demo)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await open_screen(pilot, FindingsScreen(RUN_A, "no-such-run"))
+            assert "Cannot diagnose" in text_of(app, "#summary")
+            assert "no-such-run is not in this store" in text_of(app, "#summary")

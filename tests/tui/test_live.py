@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -22,14 +24,24 @@ pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(40)]
 WRITER = Path(__file__).with_name("tui_store.py")
 
 
+@contextmanager
+def live_writer(store: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """Another process writing run ``live-run`` into ``store``, started once its segments exist."""
+    writer = subprocess.Popen([sys.executable, str(WRITER), "live", str(store)])
+    try:
+        deadline = time.monotonic() + 10
+        while not (segments_root(store) / "live-run").is_dir() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        yield writer
+    finally:
+        writer.kill()
+        writer.wait()
+
+
 class TestLive:
     async def test_updates_at_least_once_a_second_while_another_process_writes(self, tmp_path: Path) -> None:
         store = tmp_path / "nel.duckdb"
-        writer = subprocess.Popen([sys.executable, str(WRITER), "live", str(store)])
-        try:
-            deadline = time.monotonic() + 10
-            while not (segments_root(store) / "live-run").is_dir() and time.monotonic() < deadline:
-                time.sleep(0.02)
+        with live_writer(store) as writer:
             app = NelApp(store)
             async with app.run_test(size=(100, 30)) as pilot:
                 await settle(pilot)
@@ -56,17 +68,10 @@ class TestLive:
                 assert screen.snapshot is not None and screen.snapshot.run.status == "complete"
                 assert text_of(app, "#headline").startswith("complete · 60/60 steps (100.0%)")
                 assert column(app, "#shards", "done") == ["60/60"]
-        finally:
-            writer.kill()
-            writer.wait()
 
     async def test_the_task_list_of_a_running_run_follows_it_until_it_completes(self, tmp_path: Path) -> None:
         store = tmp_path / "nel.duckdb"
-        writer = subprocess.Popen([sys.executable, str(WRITER), "live", str(store)])
-        try:
-            deadline = time.monotonic() + 10
-            while not (segments_root(store) / "live-run").is_dir() and time.monotonic() < deadline:
-                time.sleep(0.02)
+        with live_writer(store) as writer:
             app = NelApp(store)
             async with app.run_test(size=(100, 30)) as pilot:
                 await settle(pilot)
@@ -81,9 +86,6 @@ class TestLive:
                     await pilot.pause(0.25)
                 assert screen.run.status == "complete"
                 assert "missing" not in column(app, "#tasks", "bucket")
-        finally:
-            writer.kill()
-            writer.wait()
 
     async def test_a_finished_run_shows_its_mean_rates_and_enter_opens_a_failure(self, demo: Path) -> None:
         app = NelApp(demo)

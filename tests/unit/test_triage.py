@@ -298,6 +298,26 @@ class TestWordDiff:
         assert diff.rows[0].left == (Span("a b c d", "removed"),)
         assert diff.rows[0].right == (Span("a b c e", "added"),)
 
+    def test_a_long_rewritten_block_is_compared_line_pair_by_line_pair(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(triage.diff, "_MAX_WORD_DIFF_TOKENS", 6)
+        diff = triage.word_diff("one two\nthree four\nfive", "one 2\nthree four!")
+        assert [r.left for r in diff.rows] == [
+            (Span("one ", "same"), Span("two", "removed")), (Span("three four", "same"),), (Span("five", "removed"),)]
+        assert [r.right for r in diff.rows] == [
+            (Span("one ", "same"), Span("2", "added")), (Span("three four", "same"), Span("!", "added")), ()]
+
+    def test_long_rewritten_prose_is_diffed_in_well_under_a_second(self) -> None:
+        """A regression test: 200 rewritten lines took seconds when diffed as one block of words."""
+        import random
+        import time
+
+        rng = random.Random(0)
+        words = ["the", "model", "said", "x", "is", "seven", "because", "twelve", "minus", "five", "is", "seven"]
+        a, b = ("\n".join(" ".join(rng.choice(words) for _ in range(15)) for _ in range(200)) for _ in range(2))
+        started = time.perf_counter()
+        diff = triage.word_diff(a, b)
+        assert time.perf_counter() - started < 1.0 and len(diff.rows) == 200
+
 
 class TestScoringDifference:
     def test_spells_out_outcome_answers_and_details(self) -> None:

@@ -39,9 +39,10 @@ class RunData:
     ``attempts`` is sorted by ``task_idx, repeat``; ``tasks`` by ``task_idx``. Metadata keys (the task's
     metadata, overridden by the step's) become Utf8 columns of both frames (``metadata_columns``); a key that
     would clash with a fixed column is renamed ``meta_<key>``; ``category`` falls back on the scorer's
-    ``scoring_details.category``, as NeMo Evaluator reads it. From an export, ``latency_ms`` and the token
-    counts come from ``trajectories.jsonl`` (null without it), and a task with no attempt has a null
-    ``task_id`` (its content hash is not exported).
+    ``scoring_details.category``, as NeMo Evaluator reads it. ``response_chars`` is the length of the final
+    response in characters (null when none came back), for the cost of passing against failing attempts. From
+    an export, ``latency_ms`` and the token counts come from ``trajectories.jsonl`` (null without it), and a
+    task with no attempt has a null ``task_id`` (its content hash is not exported).
     """
 
     run_id: str

@@ -6,6 +6,7 @@ from this snapshot, so a live run looks the same to every reader.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 from dataclasses import dataclass, field
@@ -26,13 +27,19 @@ def _ts(value: float | None) -> datetime | None:
     return None if value is None else datetime.fromtimestamp(value, tz=UTC).replace(tzinfo=None)
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int | None) -> bool:
+    """Whether ``pid`` names a live process on this machine (a zombie, dead but not yet reaped, is gone)."""
+    if not pid:
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
+    with contextlib.suppress(OSError, IndexError):
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] != "Z"
     return True
 
 
@@ -53,7 +60,7 @@ class LiveShard:
         status = str(self.shard.get("status", "running"))
         if status == "running" and self.shard.get("host") == socket.gethostname():
             pid = self.shard.get("pid")
-            if isinstance(pid, int) and not _pid_alive(pid):
+            if isinstance(pid, int) and not pid_alive(pid):
                 return "interrupted"
         return status
 

@@ -23,7 +23,8 @@ from workbench.analysis.triage import (
 )
 
 if TYPE_CHECKING:  # the comparison needs polars: not imported until two runs are compared
-    from workbench.analysis.triage.compare import TriageComparison
+    from workbench.analysis.diagnosis.types import Diagnosis
+    from workbench.analysis.triage.compare import RunFinding, TriageComparison
     from workbench.workers import LaunchState
 
 
@@ -138,3 +139,12 @@ class ComparisonLoaded(Reply):
     def __init__(self, token: int, result: TriageComparison) -> None:
         super().__init__(token)
         self.result = result
+
+
+class DiagnosisLoaded(Reply):
+    """Two runs diagnosed: the diagnosis, and its findings with the run each one's task indices belong to."""
+
+    def __init__(self, token: int, diagnosis: Diagnosis, findings: list[RunFinding]) -> None:
+        super().__init__(token)
+        self.diagnosis = diagnosis
+        self.findings = findings

@@ -29,6 +29,7 @@ from typing import Any
 import orjson
 
 from workbench.errors import UsageError
+from workbench.store.live import pid_alive
 from workbench.workers.request import RunRequest
 
 LAUNCH_ENV = "NEL_LAUNCH_ID"
@@ -119,22 +120,6 @@ def read_state(directory: Path) -> LaunchState:
         raise UsageError(f"{path}: no such launch") from None
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
         raise UsageError(f"{path}: not a launch state file ({exc})") from None
-
-
-def pid_alive(pid: int | None) -> bool:
-    """Whether ``pid`` names a live process (a zombie counts as gone)."""
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    with contextlib.suppress(OSError):
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[0] != "Z"
-    return True
 
 
 STARTUP_GRACE_S = 30.0

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from workbench.analysis.compare import CATEGORY, Comparison, compare_runs, pair_tasks, task_scores
+from workbench.analysis.diagnosis.types import Diagnosis, Finding
 from workbench.analysis.sources import RunData, load_run
 from workbench.analysis.triage._store import fetch_dicts
 from workbench.analysis.triage.attempts import Attempt, attempts, counterpart
@@ -73,12 +74,7 @@ def run_comparison(store: Store, baseline: str, candidate: str, *, max_drop: flo
         UsageError: a run that is not in the store, a candidate without the baseline's metric, or two runs
             of different benchmarks that share no task.
     """
-    _check_runs(store, baseline, candidate)
-    base = load_run(baseline, store=store.path)
-    try:
-        cand = load_run(candidate, store=store.path, metric=base.metric)
-    except UsageError as exc:
-        raise UsageError(f"Cannot compare on {base.metric!r}, the primary metric of {baseline}: {exc}") from None
+    base, cand = _load_pair(store, baseline, candidate, "compare")
     others = [
         (load_run(baseline, store=store.path, metric=m), load_run(candidate, store=store.path, metric=m))
         for m in base.metrics if m != base.metric and m in cand.metrics
@@ -89,6 +85,44 @@ def run_comparison(store: Store, baseline: str, candidate: str, *, max_drop: flo
     comparison = compare_runs(base, cand, max_drop=max_drop, seed=seed, other_metrics=others)
     moved = _moved_frame(base, cand)
     return TriageComparison(comparison=comparison, moved=_moved_tasks(moved, MOVED_SHOWN), n_moved=len(moved))
+
+
+def diagnose_runs(store: Store, baseline: str, candidate: str, *, top: int = 5) -> Diagnosis:
+    """The BLADE-style diagnosis of two runs of the store: what ``nel diagnose BASELINE CANDIDATE`` reports
+    (its findings are heuristic readings of the evidence, each citing task ids and counts).
+
+    Raises:
+        UsageError: as ``run_comparison``.
+    """
+    from workbench.analysis.diagnosis.api import diagnose
+    from workbench.analysis.diagnosis.evidence import StoreEvidence
+
+    base, cand = _load_pair(store, baseline, candidate, "diagnose")
+    return diagnose(base, cand, top=top, evidence_baseline=StoreEvidence(store, baseline, metric=base.metric),
+                    evidence_candidate=StoreEvidence(store, candidate, metric=base.metric))
+
+
+@dataclass(frozen=True, slots=True)
+class RunFinding:
+    """A finding with the run whose task indices it cites (a shift's findings cite the candidate's)."""
+
+    run_id: str
+    scope: str  # "baseline", "candidate" or "shift"
+    finding: Finding
+
+
+def findings_by_run(d: Diagnosis) -> list[RunFinding]:
+    """The diagnosis' findings, each with the run its task indices belong to: the baseline's own, the
+    candidate's own, then the shift's (in the rules' fixed order within each)."""
+    from workbench.analysis.diagnosis.findings import run_findings, shift_findings
+
+    out = [RunFinding(d.baseline.profile.run_id, "baseline", f) for f in run_findings(d.baseline)]
+    if d.candidate is not None:
+        cand = d.candidate.profile.run_id
+        out += [RunFinding(cand, "candidate", f) for f in run_findings(d.candidate)]
+        if d.shift is not None:
+            out += [RunFinding(cand, "shift", f) for f in shift_findings(d.shift)]
+    return out
 
 
 def moved_tasks(baseline: RunData, candidate: RunData, *, limit: int | None = None) -> tuple[MovedTask, ...]:
@@ -132,6 +166,18 @@ def cross_run_pair(store: Store, baseline: str, candidate: str, task_id: str, *,
         raise UsageError(f"Run {baseline} has no attempt at task {task_id} (the run is gone, or was replaced).")
     left = next((a for a in mine if a.passed == baseline_better), mine[0])
     return left, counterpart(store, left, candidate)
+
+
+def _load_pair(store: Store, baseline: str, candidate: str, verb: str) -> tuple[RunData, RunData]:
+    """Both runs on the baseline's primary metric; a run that is gone, or a candidate without that metric,
+    is said in one line."""
+    _check_runs(store, baseline, candidate)
+    base = load_run(baseline, store=store.path)
+    try:
+        cand = load_run(candidate, store=store.path, metric=base.metric)
+    except UsageError as exc:
+        raise UsageError(f"Cannot {verb} on {base.metric!r}, the primary metric of {baseline}: {exc}") from None
+    return base, cand
 
 
 def _check_runs(store: Store, baseline: str, candidate: str) -> None:

@@ -37,7 +37,7 @@ class WordDiff:
 
 
 _TOKEN = re.compile(r"\n|[^\S\n]+|\w+|[^\w\s]")
-_MAX_WORD_DIFF_TOKENS = 20_000  # SequenceMatcher is quadratic at worst; beyond this, a block diffs by lines
+_MAX_WORD_DIFF_TOKENS = 2_000  # SequenceMatcher is quadratic: a larger block is diffed line pair by line pair
 
 
 def _tokens(text: str) -> list[str]:
@@ -69,17 +69,28 @@ def _merge(spans: list[Span]) -> list[Span]:
 def _word_block(a_lines: list[str], b_lines: list[str]) -> Iterator[DiffRow]:
     a_tok, b_tok = _tokens("\n".join(a_lines)), _tokens("\n".join(b_lines))
     if len(a_tok) > _MAX_WORD_DIFF_TOKENS or len(b_tok) > _MAX_WORD_DIFF_TOKENS:
-        left: list[tuple[Span, ...]] = [(Span(line, "removed"),) if line else () for line in a_lines]
-        right: list[tuple[Span, ...]] = [(Span(line, "added"),) if line else () for line in b_lines]
-    else:
-        a_spans: list[Span] = []
-        b_spans: list[Span] = []
-        matcher = difflib.SequenceMatcher(None, a_tok, b_tok, autojunk=False)
-        for op, i1, i2, j1, j2 in matcher.get_opcodes():
-            same = op == "equal"
-            a_spans.append(Span("".join(a_tok[i1:i2]), "same" if same else "removed"))
-            b_spans.append(Span("".join(b_tok[j1:j2]), "same" if same else "added"))
-        left, right = _split_lines(_merge(a_spans)), _split_lines(_merge(b_spans))
+        if len(a_lines) == 1 and len(b_lines) == 1:  # one huge line each: mark them whole
+            yield DiffRow((Span(a_lines[0], "removed"),) if a_lines[0] else (),
+                          (Span(b_lines[0], "added"),) if b_lines[0] else (), True)
+            return
+        # A long rewritten block: pair its lines in order and compare each pair word by word, which
+        # stays linear in the block's length (a whole-block word diff would take seconds).
+        for a_line, b_line in zip_longest(a_lines, b_lines):
+            if a_line is None or b_line is None:
+                line = a_line if b_line is None else b_line
+                span = (Span(line, "removed" if b_line is None else "added"),) if line else ()
+                yield DiffRow(span if b_line is None else (), span if a_line is None else (), True)
+            else:
+                yield from _word_block([a_line], [b_line])
+        return
+    a_spans: list[Span] = []
+    b_spans: list[Span] = []
+    matcher = difflib.SequenceMatcher(None, a_tok, b_tok, autojunk=False)
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        same = op == "equal"
+        a_spans.append(Span("".join(a_tok[i1:i2]), "same" if same else "removed"))
+        b_spans.append(Span("".join(b_tok[j1:j2]), "same" if same else "added"))
+    left, right = _split_lines(_merge(a_spans)), _split_lines(_merge(b_spans))
     for lrow, rrow in zip_longest(left, right, fillvalue=()):
         yield DiffRow(lrow, rrow, True)
 

@@ -93,6 +93,8 @@ class CompareScreen(NelScreen):
         Binding("r", "regressions", "Drops", tooltip="Jump to the first regression (the largest drop)"),
         Binding("i", "improvements", "Gains", tooltip="Jump to the first improvement (the largest gain)"),
         Binding("s", "swap", "Swap", tooltip="Swap the sides: B becomes the baseline, A the candidate"),
+        Binding("f", "findings", "Findings",
+                tooltip="Why did the score change? The diagnosis' heuristic findings (as nel diagnose A B)"),
         Binding("tab", "next_table", "Next table", show=False,
                 tooltip="Move to the next table: flips → categories → moved most"),
         Binding("shift+tab", "previous_table", "Previous table", show=False, tooltip="Move to the previous table"),
@@ -318,6 +320,11 @@ class CompareScreen(NelScreen):
                 return
         where = f" in {self.category}" if self.category else ""
         self.say(f"No {what}{where}: no paired task {'fell' if kind == 'regression' else 'rose'}.")
+
+    def action_findings(self) -> None:
+        from workbench.tui.screens.findings import FindingsScreen
+
+        self.app.push_screen(FindingsScreen(self.baseline, self.candidate))
 
     def action_regressions(self) -> None:
         self._jump("regression", "regression")

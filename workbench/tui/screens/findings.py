@@ -1,0 +1,120 @@
+"""Why did the score change? The diagnosis of two runs (what ``nel diagnose A B`` reports), as a list of
+heuristic findings in BLADE's taxonomy, each with its claim, the rule that produced it, the suggested
+intervention and the tasks it cites; Enter opens the first cited task.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import ClassVar
+
+from textual import on
+from textual.binding import Binding, BindingType
+from textual.widget import Widget
+from textual.widgets import DataTable, Static
+
+from workbench.analysis.diagnosis.types import TAXONOMY_LABELS
+from workbench.analysis.triage.compare import RunFinding, diagnose_runs, findings_by_run
+from workbench.tui import format as fmt
+from workbench.tui.messages import DiagnosisLoaded
+from workbench.tui.screens.base import NelScreen
+from workbench.tui.widgets.table import NelTable
+
+COLUMNS = (("scope", "about"), ("category", "category"), ("tasks", "tasks"), ("title", "finding"))
+CITED_SHOWN = 12
+
+
+class FindingsScreen(NelScreen):
+    """Findings of ``baseline`` → ``candidate``; the detail of the highlighted one below the list."""
+
+    AUTO_FOCUS = "#findings"
+    title_text = "findings"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "open", "Open task", show=False, tooltip="Open the first task the finding cites"),
+    ]
+    DEFAULT_CSS = """
+    FindingsScreen #findings { height: auto; max-height: 45%; }
+    FindingsScreen #detail { height: 1fr; padding: 0 1; border-top: solid $primary-muted; overflow-y: auto; }
+    """
+
+    def __init__(self, baseline: str, candidate: str) -> None:
+        super().__init__()
+        self.baseline, self.candidate = baseline, candidate
+        self.findings: list[RunFinding] = []
+
+    def crumb(self) -> str:
+        return f"nel › runs › compare › findings   A {self.baseline} → B {self.candidate}"
+
+    def compose_body(self) -> Iterable[Widget]:
+        yield Static(f"diagnosing {self.baseline} → {self.candidate}…", id="summary", classes="summary",
+                     markup=False)
+        yield NelTable(id="findings")
+        yield Static("", id="detail", markup=False)
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.query_one("#findings", NelTable).set_columns(COLUMNS)
+        baseline, candidate = self.baseline, self.candidate
+
+        def job(token: int) -> DiagnosisLoaded:
+            diagnosis = diagnose_runs(self.store(), baseline, candidate)
+            return DiagnosisLoaded(token, diagnosis, findings_by_run(diagnosis))
+
+        self.start("diagnose", job)
+
+    def on_diagnosis_loaded(self, message: DiagnosisLoaded) -> None:
+        if not self.current("diagnose", message.token):
+            return
+        self.findings = message.findings
+        shift = message.diagnosis.shift
+        head = (f"Δpass@1 {shift.delta:+.4f} over {shift.n_paired} paired tasks "
+                f"({shift.pass_at_1_a:.4f} → {shift.pass_at_1_b:.4f}), the sum of the tasks' contributions · "
+                if shift is not None else "")
+        self.query_one("#summary", Static).update(
+            f"{head}{len(self.findings)} findings. Heuristic: each comes from a documented rule "
+            "(docs/diagnose.md) and says where to look first, not what the cause is.")
+        table = self.query_one("#findings", NelTable)
+        table.clear()
+        for i, rf in enumerate(self.findings):
+            f = rf.finding
+            table.add_row(rf.scope, TAXONOMY_LABELS.get(f.category, f.category), fmt.num(str(len(f.task_idx))),
+                          fmt.clip(f.title, 70), key=str(i))
+        if not self.findings:
+            self.query_one("#detail", Static).update("No rule found enough evidence to speak: nothing stands out.")
+        self._show(0)
+
+    def failed(self, group: str, text: str) -> None:
+        self.query_one("#summary", Static).update(f"Cannot diagnose {self.baseline} → {self.candidate}.\n{text}")
+        self.query_one("#summary").add_class("error")
+
+    def _show(self, row: int) -> None:
+        if not 0 <= row < len(self.findings):
+            return
+        rf = self.findings[row]
+        f = rf.finding
+        cited = ", ".join(f"#{i}" for i in f.task_idx[:CITED_SHOWN])
+        more = f" and {len(f.task_idx) - CITED_SHOWN} more" if len(f.task_idx) > CITED_SHOWN else ""
+        self.query_one("#detail", Static).update(
+            f"{f.title}\n\n{f.detail}\n\nSuggested: {f.suggestion}\n\n"
+            f"category: {TAXONOMY_LABELS.get(f.category, f.category)} · rule: {f.rule} (heuristic)\n"
+            f"tasks in {rf.run_id}: {cited or 'none'}{more}")
+
+    @on(DataTable.RowHighlighted, "#findings")
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._show(event.cursor_row)
+
+    @on(DataTable.RowSelected, "#findings")
+    def _selected(self) -> None:
+        self.action_open()
+
+    def action_open(self) -> None:
+        from workbench.tui.screens.task import TaskScreen
+
+        row = self.query_one("#findings", NelTable).cursor_row
+        if not 0 <= row < len(self.findings):
+            return
+        rf = self.findings[row]
+        if not rf.finding.task_idx:
+            self.say("This finding cites no task.")
+            return
+        self.app.push_screen(TaskScreen(rf.run_id, rf.finding.task_idx[0]))
