@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: install demo test lint perf clean
+.PHONY: install demo test lint perf clean gym
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV) || (apt-get update -q && apt-get install -y -q python3-venv && $(PYTHON) -m venv $(VENV))
@@ -16,6 +16,19 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/activate
 
 install: $(VENV)/.installed
 
+# NeMo Gym's own resources servers, for the interoperability tests: its package needs Python 3.13 (pyenv's
+# here). Without a 3.13 interpreter, or when the install fails, those tests say so and skip.
+PYTHON313 ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3.13) $(shell command -v python3.13))
+GYM_VENV  ?= .venv-gym
+
+$(GYM_VENV)/.installed:
+	@if [ -z "$(PYTHON313)" ]; then echo "gym: no Python 3.13 found: the NeMo Gym interoperability tests will skip"; \
+	else ($(PYTHON313) -m venv $(GYM_VENV) && $(GYM_VENV)/bin/python -m pip install -q --disable-pip-version-check \
+	      --ignore-requires-python nemo-gym==0.7.0 math-verify && touch $@) \
+	  || echo "gym: WARNING: installing nemo-gym into $(GYM_VENV) failed: the interoperability tests will skip"; fi
+
+gym: $(GYM_VENV)/.installed
+
 demo: install
 	$(BIN)/nel demo
 
@@ -24,7 +37,7 @@ lint: install
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 
-test: install lint
+test: install lint gym
 	command -v tmux >/dev/null || (apt-get update -q && apt-get install -y -q tmux)  # the TUI smoke test drives tmux
 	$(BIN)/pytest -q -p no:cacheprovider
 
@@ -38,6 +51,7 @@ perf: install
 	$(BIN)/python tests/perf/bench_tui.py
 	$(BIN)/python tests/perf/bench_diagnose.py
 	$(BIN)/python tests/perf/bench_widgets.py
+	$(BIN)/python tests/perf/bench_serve.py
 
 clean:
-	rm -rf $(VENV) nel-results nel-demo .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(GYM_VENV) nel-results nel-demo .pytest_cache .mypy_cache .ruff_cache

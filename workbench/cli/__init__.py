@@ -98,6 +98,16 @@ def _add_eval_run(sub: argparse._SubParsersAction) -> None:
     )
     e.add_argument("--run-id", help="name the run (all shards of a sharded run share it)")
     e.add_argument("--no-progress", action="store_true", help="no live progress bar")
+    w = p.add_argument_group("workers")
+    w.add_argument("--shards", type=_positive_int, metavar="N",
+                   help="split the problems over N shard workers (processes, or Ray tasks with --engine ray)")
+    w.add_argument("--background", action="store_true",
+                   help="start the shard workers in the background and return at once (see nel eval status/stop/"
+                        "resume); they outlive the terminal and the run is merged when every shard has finished")
+    w.add_argument("--engine", choices=("local", "ray"), default="local",
+                   help="where the shards run: local processes (default) or Ray tasks")
+    w.add_argument("--ray-address", metavar="ADDRESS",
+                   help="Ray cluster to join (e.g. auto, ray://HOST:10001; default: a local cluster)")
     p.set_defaults(func=_handler("eval_run", "cmd_eval_run"))
 
 
@@ -120,6 +130,21 @@ def build_parser() -> argparse.ArgumentParser:
     ev_sub = ev.add_subparsers(dest="eval_command", metavar="SUBCOMMAND", required=True)
     _add_eval_run(ev_sub)
     _add_eval_merge(ev_sub)
+    st_ = ev_sub.add_parser("status", help="progress of background runs, per shard (all of the store's, or RUN)")
+    st_.add_argument("run_id", metavar="RUN", nargs="?", help="one run (default: every background run of the store)")
+    st_.add_argument("--format", choices=("text", "json"), default="text")
+    _store_arg(st_)
+    st_.set_defaults(func=_handler("eval_workers", "cmd_eval_status"))
+    sp = ev_sub.add_parser("stop", help="stop a background run: its workers keep every completed step")
+    sp.add_argument("run_id", metavar="RUN")
+    _store_arg(sp)
+    sp.set_defaults(func=_handler("eval_workers", "cmd_eval_stop"))
+    rs = ev_sub.add_parser("resume", help="restart a background run's dead or stopped shards; no step is lost or "
+                           "repeated")
+    rs.add_argument("run_id", metavar="RUN")
+    _store_arg(rs)
+    rs.set_defaults(func=_handler("eval_workers", "cmd_eval_resume"))
+
     rv = ev_sub.add_parser("reverify", help="score a stored run's responses again (no model calls) into a new run")
     rv.add_argument("run_id", metavar="RUN", help="the run whose responses to re-score")
     rv.add_argument("--scorer", help="score with this scorer instead of the benchmark's own (see workbench.scoring)")
@@ -195,6 +220,40 @@ def build_parser() -> argparse.ArgumentParser:
                     help="markdown report (default), or the whole diagnosis as JSON")
     _store_arg(dg)
     dg.set_defaults(func=_handler("diagnose_cmd", "cmd_diagnose"))
+
+    serve = sub.add_parser("serve", help="serve a benchmark over HTTP: NeMo Gym's resources-server protocol "
+                           "(/health, /seed_session, /verify)")
+    serve.add_argument("-b", "--bench", required=True, metavar="NAME",
+                       help="benchmark name (see `nel list`) or a BYOB .py file")
+    serve.add_argument("--benchmark-file", action="append", metavar="FILE.py",
+                       help="also register the benchmarks defined in this file (repeatable)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1, loopback only)")
+    serve.add_argument("--port", type=int, default=9090, help="port to listen on (default 9090; 0 picks a free one)")
+    serve.add_argument("--allow-remote", action="store_true",
+                       help="allow binding to a non-loopback address (requires an auth token)")
+    serve.add_argument("--auth-token", metavar="TOKEN",
+                       help="bearer token every request must carry (prefer $NEL_SERVE_TOKEN: never logged)")
+    serve.add_argument("--gym-compat", action="store_true",
+                       help="answer exactly as a NeMo Gym resources server does (field names, echoed row fields)")
+    serve.add_argument("--export-data", metavar="DIR",
+                       help="also write the benchmark as the JSONL that NeMo Gym's ng_collect_rollouts reads into DIR, "
+                            "before serving")
+    serve.add_argument("--max-body-bytes", type=_positive_int, default=8 * 1024 * 1024, metavar="N",
+                       help="largest request body accepted (default 8 MiB; larger gets 413)")
+    serve.set_defaults(func=_handler("serve_cmd", "cmd_serve"))
+
+    imp = sub.add_parser("import", help="bring results made elsewhere into the store")
+    imp_sub = imp.add_subparsers(dest="import_command", metavar="SOURCE", required=True)
+    gym = imp_sub.add_parser("gym", help="NeMo Gym rollout files (ng_collect_rollouts output) as a run in the store")
+    gym.add_argument("rollouts", metavar="ROLLOUTS.jsonl", help="the rollouts file")
+    gym.add_argument("--inputs", metavar="MATERIALIZED_INPUTS.jsonl",
+                     help="the materialized inputs: tasks with no rollout are counted as missing")
+    gym.add_argument("--failures", metavar="FAILURES.jsonl", help="failed rollouts, kept as failures")
+    gym.add_argument("--run-id", help="name the imported run (default: derived from the file's content)")
+    gym.add_argument("--benchmark", metavar="NAME", help="benchmark name to record (default: from the rows)")
+    gym.add_argument("--model-id", metavar="NAME", help="model name to record (default: from the rows)")
+    _store_arg(gym)
+    gym.set_defaults(func=_handler("import_gym", "cmd_import_gym"))
 
     tui = sub.add_parser("tui", help="the terminal UI: runs, live progress, sometimes-pass tasks, trajectory diffs")
     _store_arg(tui)

@@ -56,11 +56,17 @@ def cmd_sql(args: argparse.Namespace) -> int:
 
 
 def resolve_bench(bench: str, files: list[str] | None) -> str:
-    """Load ``--benchmark-file`` files; a ``-b`` naming a .py file names the benchmark it defines."""
+    """Load ``--benchmark-file`` files; a ``-b`` naming a .py file names the benchmark it defines; a
+    ``gym://`` URL (a remote environment) is checked here, so a malformed one fails before anything starts."""
     from workbench.environments.byob import load_benchmark_file
 
     for path in files or ():
         load_benchmark_file(path)
+    if "://" in bench:
+        from workbench.gym.url import parse_gym_url
+
+        parse_gym_url(bench)
+        return bench
     if not bench.endswith(".py"):
         return bench
     names = load_benchmark_file(bench)

@@ -27,7 +27,7 @@ def load_config(path: Path, overrides: Sequence[str] = ()) -> tuple[EvalConfig, 
         except UsageError as exc:
             raise located.error(where, str(exc)) from None
     known = set(benchmark_names())
-    config = build_config(located, known.__contains__)
+    config = build_config(located, lambda name: name in known or name.startswith("gym://"))  # remote: checked at run
     for bench in config.benchmarks:  # the model side's own checks, located
         model_config(config, bench, located)
         metric_specs(config, bench, located)

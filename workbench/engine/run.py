@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from workbench.engine.attempts import AttemptWorker, RemoteEnvironmentLike
 from workbench.engine.metrics import MetricSuite, MetricWorker
 from workbench.engine.plan import RunPlan, plan_run, run_header
 from workbench.engine.progress import RunProgress, StepListener
@@ -161,33 +162,37 @@ class _Loop:
             self._emit(held)
         self.unreachable.clear()
 
-    async def worker(self, solver_worker: SolverWorker, metric_worker: MetricWorker | None) -> None:
+    async def worker(self, solver_worker: SolverWorker, metric_worker: MetricWorker | None,
+                     attempts: AttemptWorker | None = None) -> None:
         env, plan = self.env, self.plan
         for idx, rep, seed, seed_ms in self.work:
             started_at = time.time()
+            remote = None if attempts is None else await attempts.begin(seed, rep)
             t0 = time.perf_counter()
             out = await solver_worker.solve(seed, rep)
             t1 = time.perf_counter()
             scores = None
             if metric_worker is not None:
                 verdict, scores = await metric_worker.score(seed, out)
-            elif out.model.failure is None:
-                verdict = env.verify(out.response, seed.expected_answer, **seed.metadata)
-            else:
+            elif out.model.failure is not None:
                 verdict = _no_answer(out)
+            elif remote is not None:
+                verdict = await remote.verify(out.response, out.model)
+            else:
+                verdict = env.verify(out.response, seed.expected_answer, **seed.metadata)
             t2 = time.perf_counter()
-            row = _step_row(plan, idx, rep, seed, seed_ms, started_at, out, verdict,
-                            (t1 - t0) * 1000.0, (t2 - t1) * 1000.0, scores)
+            row = _step_row(plan, idx, rep, seed, seed_ms + (remote.seed_ms if remote else 0.0), started_at, out,
+                            verdict, (t1 - t0) * 1000.0, (t2 - t1) * 1000.0, scores)
             self.commit(row)
 
 
 async def _run_worker(loop: _Loop, solver: Solver, metrics: MetricSuite | None) -> None:
-    async with solver.worker() as w:
-        if metrics is None:
-            await loop.worker(w, None)
-            return
-        async with metrics.worker() as m:
-            await loop.worker(w, m)
+    async with contextlib.AsyncExitStack() as stack:
+        w = await stack.enter_async_context(solver.worker())
+        m = None if metrics is None else await stack.enter_async_context(metrics.worker())
+        a = (await stack.enter_async_context(loop.env.attempt_worker())
+             if isinstance(loop.env, RemoteEnvironmentLike) else None)
+        await loop.worker(w, m, a)
 
 
 async def run_evaluation(

@@ -78,7 +78,11 @@ def benchmark_names() -> list[str]:
 
 @cache
 def get_environment(name: str) -> EvalEnvironment:
-    """Build (once per process) the environment registered as ``name``."""
+    """Build (once per process) the environment registered as ``name``, or the remote one a ``gym://`` URL names."""
+    if name.startswith("gym://"):
+        from workbench.gym.remote import remote_environment
+
+        return remote_environment(name)
     _ensure_builtins()
     factory = _REGISTRY.get(name)
     if factory is None:

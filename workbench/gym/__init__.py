@@ -1,0 +1,1 @@
+"""NeMo Gym interop: importing rollout files, remote environments and Responses-API shapes."""

@@ -1,0 +1,67 @@
+"""``nel serve --export-data DIR``: the benchmark as the JSONL NeMo Gym's ``ng_collect_rollouts`` reads.
+
+One row per problem, in the shape of Gym's own datasets: ``responses_create_params.input`` is the
+chat the model sees (a system prompt included when there is one), ``expected_answer`` and
+``metadata`` are what ``/verify`` needs to score the rollout with the same ``verify`` the engine
+uses, and ``uuid`` / ``task_id`` let a rollout be joined back to its problem by content.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from workbench.environments.base import EvalEnvironment
+
+_UUID_NAMESPACE = uuid.UUID("6f1d3c52-4b5e-4f0e-9a57-6e656c736572")
+
+
+def gym_row(env: EvalEnvironment, idx: int, system_prompt: str | None = None) -> dict[str, Any]:
+    """Problem ``idx`` as a Gym dataset row; ``system_prompt`` is added unless the benchmark has its own."""
+    seed = env.seed(idx)
+    messages = [dict(m) for m in seed.messages]
+    if system_prompt and not any(m.get("role") in ("system", "developer") for m in messages):
+        messages.insert(0, {"role": "system", "content": system_prompt})
+    info = env.describe()
+    return {
+        "responses_create_params": {"input": messages},
+        "expected_answer": seed.expected_answer,
+        # stable across exports of the same data; the index keeps identical problems apart
+        "uuid": str(uuid.uuid5(_UUID_NAMESPACE, f"{env.name}\0{idx}\0{seed.task_id}")),
+        "eval_type": str(info.get("scorer") or env.name),
+        "task_id": seed.task_id,
+        "benchmark": env.name,
+        "metadata": dict(seed.metadata),
+    }
+
+
+def gym_rows(env: EvalEnvironment, system_prompt: str | None = None) -> Iterator[dict[str, Any]]:
+    for idx in range(len(env)):
+        yield gym_row(env, idx, system_prompt)
+
+
+def export_data(env: EvalEnvironment, directory: str | Path, system_prompt: str | None = None) -> Path:
+    """Write ``DIRECTORY/<benchmark>.jsonl`` atomically (a reader never sees half a file); return its path."""
+    folder = Path(directory)
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / f"{_file_stem(env.name)}.jsonl"
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for row in gym_rows(env, system_prompt):
+                out.write(orjson.dumps(row, default=str) + b"\n")
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def _file_stem(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "benchmark"
