@@ -11,7 +11,7 @@ $(BIN)/activate:
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/activate
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -e '.[test,ray]'
 	touch $@
 
 install: $(VENV)/.installed
@@ -52,6 +52,7 @@ perf: install
 	$(BIN)/python tests/perf/bench_diagnose.py
 	$(BIN)/python tests/perf/bench_widgets.py
 	$(BIN)/python tests/perf/bench_serve.py
+	$(BIN)/python tests/perf/bench_shards.py
 
 clean:
 	rm -rf $(VENV) $(GYM_VENV) nel-results nel-demo .pytest_cache .mypy_cache .ruff_cache

@@ -205,21 +205,46 @@ _FLAG_ONLY = {
 }
 
 
-def cmd_eval_run(args: argparse.Namespace) -> int:
+def check_run_args(args: argparse.Namespace) -> None:
+    """A config file or the flags, never both, and what each needs: the same rules wherever the run goes."""
     if args.config:
         given = [flag for dest, flag in _FLAG_ONLY.items() if getattr(args, dest) is not None
                  and not (dest == "store" and args.store == os.environ.get("NEL_STORE"))]
         if given:
             raise UsageError(f"{', '.join(given)}: not with a config file; set it in the config or with -O")
-        from workbench.cli.eval_config import cmd_eval_config
-
-        return cmd_eval_config(args)
+        return
     if args.override:
         raise UsageError("-O: overrides apply to a config file; give one, or use the flags")
     missing = [flag for dest, flag in (("bench", "-b/--bench"), ("model_url", "--model-url"),
                                       ("model_id", "--model-id")) if not getattr(args, dest)]
     if missing:
         raise UsageError(f"the following arguments are required: {', '.join(missing)} (or give a config file)")
+
+
+def cmd_eval_run(args: argparse.Namespace) -> int:
+    engine = getattr(args, "engine", None) or "local"
+    background, shards = getattr(args, "background", False), getattr(args, "shards", None)
+    if getattr(args, "ray_address", None) and engine != "ray":
+        raise UsageError("--ray-address: only with --engine ray")
+    if engine == "ray" and background:
+        raise UsageError("--background: not with --engine ray (the Ray cluster runs the shards; "
+                         "use --engine local for background shard processes)")
+    if (background or shards is not None) and engine == "local" and args.resume:
+        raise UsageError("--resume: not with --background or --shards; continue a background run "
+                         "with `nel eval resume RUN`")
+    check_run_args(args)
+    if engine == "ray":
+        from workbench.cli.eval_ray import cmd_eval_ray  # type: ignore[import-not-found,unused-ignore]
+
+        return int(cmd_eval_ray(args))
+    if background or shards is not None:
+        from workbench.cli.eval_workers import run_with_workers
+
+        return run_with_workers(args)
+    if args.config:
+        from workbench.cli.eval_config import cmd_eval_config
+
+        return cmd_eval_config(args)
     from workbench.cli.misc import resolve_bench
 
     return execute_run(

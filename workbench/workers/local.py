@@ -183,6 +183,8 @@ def _check_benchmark(name: str) -> None:
     """A built-in or registered benchmark, or a BYOB ``.py`` file that exists."""
     from workbench.environments import benchmark_names
 
+    if "://" in name:  # a remote (gym://) environment: its URL was checked where it was given
+        return
     if name.endswith(".py"):
         if not Path(name).expanduser().is_file():
             raise UsageError(f"bench: {name}: no such file")
@@ -191,15 +193,37 @@ def _check_benchmark(name: str) -> None:
 
 
 def resume(store: Path, run_id: str) -> LaunchState:
-    """Start the workers of a stopped, failed or lost launch again; they skip the steps already done."""
+    """Start the dead, failed or stopped workers of a launch again; they skip the steps already done.
+
+    A shard whose worker finished (exit 0) is not started again: its steps are all in the store, and
+    the merge that follows takes them as they are.
+    """
     state = find_launch(store, run_id)
     if state is None:
         raise UsageError(f"run {run_id} was not started in the background from this store; resume it with "
                          f"`nel eval run ... --run-id {run_id} --resume`")
     if state.active:
         raise UsageError(f"run {run_id} is still running (pid {state.supervisor_pid})")
-    return _start_supervisor(replace(state, status="starting", supervisor_pid=None, workers=(), message="",
+    orphans = [w.shard_idx for w in state.workers if w.exit_code is None and pid_alive(w.pid)]
+    if orphans:  # a lost supervisor's workers live on: two writers of one shard would repeat steps
+        raise UsageError(f"run {run_id}: shard(s) {', '.join(map(str, orphans))} still run without their "
+                         f"supervisor; `nel eval stop {run_id}` first")
+    finished = tuple(w for w in state.workers if w.exit_code == 0)
+    return _start_supervisor(replace(state, status="starting", supervisor_pid=None, workers=finished, message="",
                                      ended_at=None, resumes=state.resumes + 1, started_at=time.time()))
+
+
+def describe_exit(code: int | None) -> str:
+    """A worker's end in words: a negative code is the signal that killed it (``kill -9``: SIGKILL)."""
+    if code is None:
+        return "running"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"killed by {name}"
+    return f"exited with {code}"
 
 
 def stop(store: Path, run_id: str, *, grace_s: float = 10.0) -> LaunchState:

@@ -1,6 +1,6 @@
 """What a background run is asked to do, checked before any process starts.
 
-A ``RunRequest`` is the new-run form of the TUI (and, later, ``nel eval run --background``) as data:
+A ``RunRequest`` is the new-run form of the TUI (and ``nel eval run --background``) as data:
 a benchmark with a model, or a config file, plus repeats, problems, concurrency and shards. It turns
 into the ``nel eval run`` command line each shard worker runs, so a background run behaves exactly
 like one typed in a terminal. No secret is ever part of it: API keys reach the workers through their
@@ -37,6 +37,9 @@ class RunRequest:
     shards: int = 1
     run_id: str | None = None
     mock_latency_ms: float = 0.0
+    extra_args: tuple[str, ...] = ()
+    """More ``nel eval run`` arguments, passed on as given (model settings from the command line, a config
+    file's ``-O`` overrides): what the form has no field for still reaches every worker."""
 
     @property
     def uses_mock(self) -> bool:
@@ -78,7 +81,7 @@ class RunRequest:
             args += [str(self.config)]
             for override in self.config_overrides():
                 args += ["-O", override]
-            args.append("--no-progress")
+            args += [*self.extra_args, "--no-progress"]
             return [*args, "--resume"] if resume else args
         args += ["-b", str(self.bench), "--model-url", str(model_url or self.model_url),
                  "--model-id", str(self.model_id), "--output-dir", str(self.output_dir)]
@@ -90,7 +93,7 @@ class RunRequest:
             args += ["--max-problems", str(self.max_problems)]
         if self.run_id is not None:
             args += ["--run-id", self.run_id]
-        args += ["--store", str(self.store), "--no-progress"]
+        args += [*self.extra_args, "--store", str(self.store), "--no-progress"]
         return [*args, "--resume"] if resume else args
 
     def config_overrides(self) -> list[str]:
@@ -108,4 +111,5 @@ class RunRequest:
         for key in ("store", "output_dir", "config"):
             if values.get(key) is not None:
                 values[key] = Path(values[key])
+        values["extra_args"] = tuple(values.get("extra_args") or ())
         return cls(**values)

@@ -22,7 +22,7 @@ from pathlib import Path
 from types import FrameType
 from urllib.parse import urlparse
 
-from workbench.workers.local import LAUNCH_ENV, WorkerState, read_state, write_state
+from workbench.workers.local import LAUNCH_ENV, WorkerState, describe_exit, read_state, write_state
 
 POLL_S = 0.2
 RUN_IDS_EVERY_S = 1.0
@@ -62,8 +62,11 @@ class Supervisor:
             return self._end("stopped", "stopped; completed steps are kept (resume continues the run)")
         failed = {i: c for i, c in codes.items() if c != 0}
         if failed:
-            what = "; ".join(f"shard {i} exited with {c}: {last_line(self.state.directory / f'shard-{i}.log')}"
-                             for i, c in sorted(failed.items()))
+            dead = sorted(i for i, c in failed.items() if c is not None and c < 0)
+            what = "; ".join(self._shard_end(i, c) for i, c in sorted(failed.items()))
+            if dead:
+                what += (f"; dead shard(s) {', '.join(map(str, dead))}: "
+                         f"`nel eval resume {self._run_name()}` continues them")
             return self._end("failed", what)
         if request.shards > 1:
             self.save(status="merging")
@@ -76,6 +79,15 @@ class Supervisor:
                                            f"(see {self.state.directory / 'merge.log'})")
         self._learn_run_ids()
         return self._end("complete", "")
+
+    def _shard_end(self, idx: int, code: int | None) -> str:
+        """A killed worker wrote no last word: its signal says it all; otherwise the log's last line."""
+        if code is not None and code < 0:
+            return f"shard {idx} dead ({describe_exit(code)})"
+        return f"shard {idx} {describe_exit(code)}: {last_line(self.state.directory / f'shard-{idx}.log')}"
+
+    def _run_name(self) -> str:
+        return self.state.run_ids[0] if len(self.state.run_ids) == 1 else self.state.launch_id
 
     # ---- steps ------------------------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -97,8 +109,12 @@ class Supervisor:
     def _start_workers(self, model_url: str | None) -> None:
         request = self.state.request
         resume = self.state.resumes > 0
+        finished = {w.shard_idx: w for w in self.state.workers if w.exit_code == 0}  # kept by a resume
         workers = []
         for idx in range(request.shards):
+            if idx in finished:
+                workers.append(finished[idx])
+                continue
             env = {k: v for k, v in os.environ.items() if k not in ("NEL_SHARD_IDX", "NEL_TOTAL_SHARDS")}
             env[LAUNCH_ENV] = self.state.launch_id
             if request.shards > 1:
@@ -112,7 +128,8 @@ class Supervisor:
     def _wait(self) -> None:
         last_ids = 0.0
         while True:
-            workers = tuple(replace(w, exit_code=self.processes[w.shard_idx].poll()) for w in self.state.workers)
+            workers = tuple(replace(w, exit_code=self.processes[w.shard_idx].poll()) if w.shard_idx in self.processes
+                            else w for w in self.state.workers)
             if workers != self.state.workers:
                 self.save(workers=workers)
             if all(w.exit_code is not None for w in workers):

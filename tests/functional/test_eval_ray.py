@@ -1,0 +1,126 @@
+"""``nel eval run --engine ray``: shards as tasks on a real local Ray cluster (``ray start --head``, joined with
+``--ray-address`` as an existing cluster would be), merged into the store, equal to the same run done locally.
+
+Ray is the ``ray`` extra; CI installs it (``pip install -e '.[test,ray]'``), so its absence fails here."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import polars as pl
+import pytest
+from nel_helpers import assert_ok, assert_one_line_error, clean_env, eval_args, nel, step_count, wait_for
+
+from workbench.model.mock import MockHandle
+from workbench.store import open_store
+
+pytestmark = pytest.mark.timeout(120)
+
+PROBLEMS, REPEATS = 20, 2
+# Ray >= 2.5x asks for a token by default; a throwaway cluster on loopback needs none (older Rays ignore this).
+RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+ROWS = ["task_id", "repeat", "reward", "extracted_answer"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+    except OSError:
+        return False
+    return True
+
+
+@pytest.fixture(scope="module")
+def ray_address() -> Iterator[str]:
+    """A two-CPU Ray head started for this module (``--block``: stopping it stops its whole cluster)."""
+    if importlib.util.find_spec("ray") is None:
+        pytest.fail("ray is not installed: install the extra, pip install -e '.[test,ray]' (CI does)")
+    port = _free_port()
+    temp = tempfile.mkdtemp(prefix="nelray", dir="/tmp")  # short: Ray's socket paths have a length limit
+    head = subprocess.Popen(
+        [str(Path(sys.executable).with_name("ray")), "start", "--head", "--block", f"--port={port}",
+         "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={temp}"],
+        env=clean_env(**RAY_ENV), stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        if not wait_for(lambda: _listening(port) or head.poll() is not None, timeout=60, interval=0.2) \
+                or head.poll() is not None:
+            pytest.fail(f"ray start --head did not come up: {head.stderr.read() if head.stderr else ''}")
+        yield f"127.0.0.1:{port}"
+    finally:
+        head.terminate()
+        try:
+            head.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            head.kill()
+            head.wait()
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def _rows(store: Path) -> pl.DataFrame:
+    return open_store(store).steps().select(ROWS).sort(["task_id", "repeat"])
+
+
+def test_ray_shards_merge_into_the_same_run_as_a_local_one(
+    mock: MockHandle, ray_address: str, tmp_path: Path
+) -> None:
+    local = tmp_path / "local" / "nel.duckdb"
+    assert_ok(nel(*eval_args(mock.base_url, problems=PROBLEMS, repeats=REPEATS, store=local), cwd=tmp_path))
+    store = tmp_path / "ray" / "nel.duckdb"
+    proc = nel(*eval_args(mock.base_url, problems=PROBLEMS, repeats=REPEATS, store=store,
+                          extra=["--engine", "ray", "--shards", "2", "--ray-address", ray_address]),
+               cwd=tmp_path, env=clean_env(**RAY_ENV), timeout=90)
+    assert_ok(proc)
+    assert "ray shard 0: done" in proc.stderr and "ray shard 1: done" in proc.stderr, proc.stderr
+    assert f"merged into {store}" in proc.stdout, proc.stdout
+    assert f"{PROBLEMS * REPEATS}/{PROBLEMS * REPEATS} steps" in proc.stdout, proc.stdout
+    assert step_count(store) == PROBLEMS * REPEATS
+    runs = open_store(store).runs()
+    assert runs["status"].to_list() == ["complete"]
+    assert not (tmp_path / "ray" / "nel.duckdb.segments").exists() or not any(
+        (tmp_path / "ray" / "nel.duckdb.segments").rglob("*.parquet"))
+    assert _rows(store).equals(_rows(local))
+    assert float(runs["pass_at_1"][0]) == float(open_store(local).runs()["pass_at_1"][0])
+
+
+def test_an_unreachable_ray_address_is_one_line(mock: MockHandle, tmp_path: Path) -> None:
+    dead = f"127.0.0.1:{_free_port()}"
+    proc = nel(*eval_args(mock.base_url, problems=2, repeats=1, store=tmp_path / "nel.duckdb",
+                          extra=["--engine", "ray", "--shards", "2", "--ray-address", dead]), cwd=tmp_path, timeout=30)
+    line = assert_one_line_error(proc, 2)
+    assert f"cannot reach the Ray cluster at {dead}" in line
+
+
+def test_background_is_refused_with_ray(mock: MockHandle, tmp_path: Path) -> None:
+    proc = nel(*eval_args(mock.base_url, problems=2, repeats=1, store=tmp_path / "nel.duckdb",
+                          extra=["--engine", "ray", "--background"]), cwd=tmp_path, timeout=30)
+    assert "--background" in assert_one_line_error(proc, 2)
+
+
+def test_the_shard_command_line_carries_no_secret_and_absolute_paths(tmp_path: Path) -> None:
+    from workbench.cli import build_parser
+    from workbench.cli.eval_ray import shard_argv
+    from workbench.workers.ray_engine import task_env
+
+    args = build_parser().parse_args(["eval", "run", "-b", "gsm8k", "--model-url", "http://h/v1", "--model-id", "m",
+                                      "--api-key", "sk-secret", "--stop", "END", "--problem-range", "3:9",
+                                      "--engine", "ray", "--shards", "3"])
+    argv = shard_argv(args, tmp_path / "nel.duckdb", tmp_path)
+    assert "sk-secret" not in " ".join(argv) and "--api-key" not in argv
+    assert argv[argv.index("--problem-range") + 1] == "3:9" and argv[argv.index("--stop") + 1] == "END"
+    assert "--engine" not in argv and "--shards" not in argv and argv[-1] == "--no-progress"
+    assert task_env({"NEMO_API_KEY": "sk-secret"})["NEMO_API_KEY"] == "sk-secret"

@@ -1,0 +1,194 @@
+"""Shards as Ray tasks: ``nel eval run --engine ray --shards N [--ray-address ADDRESS]``.
+
+Each task runs exactly what a local shard worker runs: ``python -m workbench.cli eval run …`` in a
+subprocess with ``NEL_SHARD_IDX`` / ``NEL_TOTAL_SHARDS`` set, so a Ray shard and a local one share the
+engine path, the store segments and the resume rules. The driver only waits, then merges the
+segments into the store (``ingest``) and exports each complete run, as ``nel eval merge`` does.
+
+What is per task: the model requests and the segment files of one shard. What is central: the store
+(every node writes its segments next to it, so it must live on a filesystem all nodes share) and the
+merge. API keys travel in the tasks' ``runtime_env`` environment only, never in their arguments.
+Ray is imported lazily, so the package works without the ``ray`` extra.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from workbench.errors import UsageError
+from workbench.store import IngestReport, ingest
+
+KEY_VARS = ("NEMO_API_KEY", "OPENAI_API_KEY")
+"""Environment variables handed to the tasks: the API keys a shard reads, and nothing else."""
+_SHARD_VARS = ("NEL_SHARD_IDX", "NEL_TOTAL_SHARDS", "SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT",
+               "SLURM_ARRAY_TASK_MIN")
+_RUN_LINE = re.compile(r"^nel: (?:starting|resuming) run ([^:\s]+):", re.MULTILINE)
+INSTALL_HINT = "Ray is not installed: pip install 'nel-workbench[ray]' (or pip install 'ray>=2.9')"
+
+
+@dataclass(frozen=True, slots=True)
+class RayJob:
+    """One sharded run on Ray. ``argv`` is every shard's ``nel eval run`` command line: absolute paths,
+    no secret, no shard variables (each task adds its own)."""
+
+    argv: tuple[str, ...]
+    store: Path
+    output_dir: Path
+    shards: int
+    address: str | None = None
+    cwd: Path | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ShardOutcome:
+    idx: int
+    exit_code: int
+    node: str
+    last_line: str
+    run_ids: tuple[str, ...] = ()
+    log: str | None = None
+
+
+@dataclass(slots=True)
+class RayResult:
+    outcomes: list[ShardOutcome]
+    merge: IngestReport | None = None
+    exports: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> list[ShardOutcome]:
+        return [o for o in self.outcomes if o.exit_code != 0]
+
+    @property
+    def run_ids(self) -> list[str]:
+        """The runs the shards worked on, in the order they named them."""
+        seen: dict[str, None] = {}
+        for o in sorted(self.outcomes, key=lambda o: o.idx):
+            seen.update(dict.fromkeys(o.run_ids))
+        return list(seen)
+
+
+def import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise UsageError(INSTALL_HINT) from None
+    return ray
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else "(no output)"
+
+
+def run_shard(argv: Sequence[str], idx: int, total: int, store: str, log_dir: str, cwd: str | None) -> ShardOutcome:
+    """Inside a Ray task: run one shard as the local worker would, in a subprocess of this node."""
+    node = socket.gethostname()
+    store_dir = Path(store).parent
+    if not store_dir.is_dir():
+        return ShardOutcome(idx, 2, node, f"the store's folder {store_dir} is not on Ray node {node}: "
+                                          "the store must live on a filesystem every node shares")
+    env = {k: v for k, v in os.environ.items() if k not in _SHARD_VARS}
+    env["NEL_SHARD_IDX"], env["NEL_TOTAL_SHARDS"] = str(idx), str(total)
+    proc = subprocess.run([sys.executable, "-m", "workbench.cli", *argv], env=env, stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False,
+                          cwd=cwd if cwd and Path(cwd).is_dir() else None)
+    log: str | None = None
+    try:
+        path = Path(log_dir) / f"shard-{idx}-of-{total}.log"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(proc.stdout)
+        log = str(path)
+    except OSError:  # the log is a convenience; the outcome still says how the shard ended
+        pass
+    return ShardOutcome(idx, proc.returncode, node, _last_line(proc.stdout),
+                        tuple(dict.fromkeys(_RUN_LINE.findall(proc.stdout))), log)
+
+
+def task_env(secrets: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The tasks' environment: the driver's API-key variables (plus ``secrets``, e.g. an ``--api-key``)."""
+    env = {k: os.environ[k] for k in KEY_VARS if os.environ.get(k)}
+    env.update({k: v for k, v in (secrets or {}).items() if v})
+    return env
+
+
+PROBE_TIMEOUT_S = 5.0
+
+
+def probe(address: str) -> None:
+    """Fail fast on a ``HOST:PORT`` (or ``ray://HOST:PORT``) nobody listens on: Ray itself retries for minutes."""
+    if address == "auto":
+        return  # Ray answers at once when no cluster runs here
+    host, sep, port = address.split("://", 1)[-1].rstrip("/").rpartition(":")
+    if not sep or not port.isdigit():
+        raise UsageError(f"--ray-address {address}: expected auto, HOST:PORT or ray://HOST:PORT")
+    try:
+        socket.create_connection((host or "127.0.0.1", int(port)), timeout=PROBE_TIMEOUT_S).close()
+    except OSError as exc:
+        raise UsageError(f"cannot reach the Ray cluster at {address}: {exc.strerror or exc} "
+                         "(is `ray start --head` running there?)") from None
+
+
+def connect(ray: Any, address: str | None) -> bool:
+    """Join ``address`` (``auto``, ``HOST:PORT``, ``ray://…``), or $RAY_ADDRESS as under ``ray job submit``,
+    or start a local cluster. Returns whether this call started Ray (and so should stop it)."""
+    if ray.is_initialized():
+        return False
+    kwargs: dict[str, Any] = {"log_to_driver": False, "configure_logging": False}
+    if not address and not os.environ.get("RAY_ADDRESS"):
+        kwargs["include_dashboard"] = False
+    target = address or os.environ.get("RAY_ADDRESS")
+    if target:
+        probe(target)
+    try:
+        ray.init(address=address or None, **kwargs)
+    except Exception as exc:  # ConnectionError, ValueError, RuntimeError: Ray words them well
+        where = address or os.environ.get("RAY_ADDRESS") or "a local cluster"
+        raise UsageError(f"cannot reach the Ray cluster at {where}: {_last_line(str(exc))}") from None
+    return True
+
+
+def run_shards_on_ray(job: RayJob, *, secrets: Mapping[str, str] | None = None,
+                      on_outcome: Callable[[ShardOutcome], None] | None = None) -> RayResult:
+    """Run ``job.shards`` shard tasks, wait for all, then merge and export if every one completed."""
+    ray = import_ray()
+    started = connect(ray, job.address)
+    try:
+        task = ray.remote(num_cpus=1, max_retries=0)(run_shard)
+        options: dict[str, Any] = {"runtime_env": {"env_vars": task_env(secrets)}}
+        log_dir = str(job.output_dir / "ray")
+        cwd = str(job.cwd) if job.cwd else None
+        refs = {task.options(name=f"nel-shard-{i}-of-{job.shards}", **options).remote(
+                    list(job.argv), i, job.shards, str(job.store), log_dir, cwd): i for i in range(job.shards)}
+        outcomes: list[ShardOutcome] = []
+        pending = list(refs)
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1)
+            for ref in ready:
+                try:
+                    outcome = ray.get(ref)
+                except Exception as exc:  # the task itself died: a lost node, an import error on a worker
+                    outcome = ShardOutcome(refs[ref], 1, "?", _last_line(str(exc)))
+                outcomes.append(outcome)
+                if on_outcome is not None:
+                    on_outcome(outcome)
+    finally:
+        if started:
+            ray.shutdown()
+    result = RayResult(sorted(outcomes, key=lambda o: o.idx))
+    if not result.failed and job.shards > 1:
+        result.merge = ingest(job.store)
+        from workbench.analysis.artifacts import export_run
+
+        for run_id, status in sorted(result.merge.runs.items()):
+            if status == "complete":
+                result.exports[run_id] = export_run(job.store, run_id, job.store.parent / "runs" / run_id).bundle
+    return result
