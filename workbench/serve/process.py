@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from workbench.child_process import stderr_tail, stop
 from workbench.errors import RunFailed
 
 READY_TIMEOUT_S = 30.0
-STOP_GRACE_S = 5.0
 READY = re.compile(r"^nel serve: (\S+) \((\d+) problems\) at (http://\S+?)(?:,|$)")
 _SOURCE_ROOT = Path(__file__).resolve().parents[2]
 
@@ -70,31 +70,12 @@ def _read_until_ready(process: subprocess.Popen[bytes], stdout: IO[bytes], stder
                 return lines[: done + 1]
             left = deadline - time.monotonic()
             if left <= 0:
-                raise RunFailed(f"nel serve did not get ready within {READY_TIMEOUT_S:g} s{_tail(stderr)}")
+                raise RunFailed(f"nel serve did not get ready within {READY_TIMEOUT_S:g} s{stderr_tail(stderr)}")
             if not selector.select(left):
                 continue
             chunk = os.read(stdout.fileno(), 4096)
             if not chunk:
                 process.wait()
-                raise RunFailed(f"nel serve exited with code {process.returncode} before it was ready{_tail(stderr)}")
+                raise RunFailed(f"nel serve exited with code {process.returncode} before it was ready"
+                                f"{stderr_tail(stderr)}")
             buffer += chunk
-
-
-def _tail(stderr: IO[bytes]) -> str:
-    stderr.seek(0)
-    text = stderr.read().decode("utf-8", "replace").strip()
-    return f"; its stderr: {text[-2000:]}" if text else ""
-
-
-def stop(process: subprocess.Popen[bytes]) -> int:
-    """SIGTERM, then SIGKILL if it lingers; the exit code."""
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(STOP_GRACE_S)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-    if process.stdout is not None:
-        process.stdout.close()
-    return process.returncode

@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from workbench.child_process import stderr_tail, stop
 from workbench.errors import RunFailed
 from workbench.model.mock.cli import READY_PREFIX, config_to_argv
 from workbench.model.mock.config import MockConfig
 
 READY_TIMEOUT_S = 15.0
-STOP_GRACE_S = 5.0
 _READY = re.compile(re.escape(READY_PREFIX) + r"(http://\S+:(\d+)/v1) \(skill-seed -?\d+\)")
 _SOURCE_ROOT = Path(__file__).resolve().parents[3]
 
@@ -75,7 +75,7 @@ def mock_model(*, own_session: bool = False, **config_overrides: Any) -> Iterato
                 raise RunFailed(f"mock model printed an unexpected first line: {line!r}")
             yield MockHandle(base_url=match[1], port=int(match[2]), process=process, config=config)
         finally:
-            _stop(process)
+            stop(process)
 
 
 def _read_ready_line(process: subprocess.Popen[bytes], stdout: IO[bytes], stderr: IO[bytes]) -> str:
@@ -87,7 +87,7 @@ def _read_ready_line(process: subprocess.Popen[bytes], stdout: IO[bytes], stderr
             left = deadline - time.monotonic()
             if left <= 0:
                 raise RunFailed(
-                    f"mock model did not announce itself within {READY_TIMEOUT_S:g} s{_stderr_tail(stderr)}"
+                    f"mock model did not announce itself within {READY_TIMEOUT_S:g} s{stderr_tail(stderr)}"
                 )
             if not selector.select(left):
                 continue
@@ -96,25 +96,7 @@ def _read_ready_line(process: subprocess.Popen[bytes], stdout: IO[bytes], stderr
                 process.wait()
                 code = process.returncode
                 raise RunFailed(
-                    f"mock model exited with code {code} before it was ready{_stderr_tail(stderr)}"
+                    f"mock model exited with code {code} before it was ready{stderr_tail(stderr)}"
                 )
             buffer += chunk
     return buffer.split(b"\n", 1)[0].decode("utf-8", "replace")
-
-
-def _stderr_tail(stderr: IO[bytes]) -> str:
-    stderr.seek(0)
-    text = stderr.read().decode("utf-8", "replace").strip()
-    return f"; its stderr: {text[-2000:]}" if text else ""
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(STOP_GRACE_S)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-    if process.stdout is not None:
-        process.stdout.close()
