@@ -172,6 +172,14 @@ class TestGymCompat:
         for key in ("responses_create_params", "response", "expected_answer", "uuid", "eval_type", "agent_ref"):
             assert body[key] == verified[key]
 
+    def test_an_echoed_integer_beyond_64_bits_is_not_a_500(self, gym_server: ServeHandle) -> None:
+        """Found by the schemathesis fuzz: JSON allows any integer, orjson writes only 64-bit ones."""
+        headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+        raw = b'{"": -9223372036854775809, "response": "", "expected": "", "metadata": null}'
+        answer = httpx.post(f"{gym_server.url}/verify", content=raw, headers=headers)
+        assert answer.status_code == 200
+        assert answer.json()[""] == -9223372036854775809
+
 
 class TestBadInput:
     """Every bad request is a 4xx with a JSON error naming the field; the server keeps serving."""

@@ -17,7 +17,9 @@ APP = create_app(get_environment("gsm8k"), auth_token=TOKEN, max_body_bytes=64 *
 GYM_APP = create_app(get_environment("gsm8k"), gym_compat=True, max_body_bytes=64 * 1024)
 schema = schemathesis.openapi.from_asgi("/openapi.json", APP, headers={"Authorization": f"Bearer {TOKEN}"})
 gym_schema = schemathesis.openapi.from_asgi("/openapi.json", GYM_APP)
-FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+# Derandomized: the same examples on every run, so CI is stable (the fuzz found the 64-bit echo bug; to explore
+# further, run it locally without derandomize).
+FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 
 
 def _no_server_error(case: Any) -> None:
