@@ -24,15 +24,39 @@ pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(40)]
 WRITER = Path(__file__).with_name("tui_store.py")
 
 
+class LiveWriter:
+    """Another process writing run ``live-run``: one step, then the rest after :meth:`start`, the last
+    after :meth:`finish` (a slow machine cannot finish the run before the test has watched it)."""
+
+    def __init__(self, store: Path) -> None:
+        self.gate = store.with_name(store.name + ".gate")
+        self.hold = store.with_name(store.name + ".hold")
+        self.gate.touch()
+        self.hold.touch()
+        self.process = subprocess.Popen(
+            [sys.executable, str(WRITER), "live", str(store), str(self.gate), str(self.hold)])
+
+    def start(self) -> None:
+        """Let the steps after the first land, one every 80 ms."""
+        self.gate.unlink(missing_ok=True)
+
+    def finish(self, timeout: float = 20) -> None:
+        """Let the last step land and wait for the writer to exit."""
+        self.start()
+        self.hold.unlink(missing_ok=True)
+        self.process.wait(timeout=timeout)
+
+
 @contextmanager
-def live_writer(store: Path) -> Iterator[subprocess.Popen[bytes]]:
-    """Another process writing run ``live-run`` into ``store``, started once its segments exist."""
-    writer = subprocess.Popen([sys.executable, str(WRITER), "live", str(store)])
+def live_writer(store: Path) -> Iterator[LiveWriter]:
+    """A :class:`LiveWriter` into ``store``, yielded once its segments exist."""
+    live = LiveWriter(store)
+    writer = live.process
     try:
         deadline = time.monotonic() + 10
         while not (segments_root(store) / "live-run").is_dir() and time.monotonic() < deadline:
             time.sleep(0.02)
-        yield writer
+        yield live
     finally:
         writer.kill()
         writer.wait()
@@ -48,6 +72,7 @@ class TestLive:
                 await app.push_screen(LiveScreen("live-run"))
                 screen = app.screen
                 assert isinstance(screen, LiveScreen)
+                writer.start()
                 seen: list[int] = []
                 started = time.monotonic()
                 while time.monotonic() - started < 2.0:
@@ -62,7 +87,7 @@ class TestLive:
                 assert column(app, "#shards", "status") == ["running"]
                 assert "wrong" in text_of(app, "#failures")
                 assert app.screen.query_one("#latest").row_count > 0
-                writer.wait(timeout=20)
+                writer.finish()
                 await pilot.pause(1.2)
                 await settle(pilot)
                 assert screen.snapshot is not None and screen.snapshot.run.status == "complete"
@@ -80,7 +105,7 @@ class TestLive:
                 screen = app.screen
                 assert isinstance(screen, TasksScreen) and screen.run is not None
                 assert screen.run.status == "running"
-                writer.wait(timeout=20)
+                writer.finish()
                 deadline = time.monotonic() + 10
                 while screen.run.status != "complete" and time.monotonic() < deadline:
                     await pilot.pause(0.25)

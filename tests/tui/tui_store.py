@@ -203,9 +203,12 @@ ORDER BY i, rep
 
 
 def write_live_run(store: Path, *, run_id: str = "live-run", tasks: int = 20, repeats: int = 3,
-                   delay_s: float = 0.04) -> None:
+                   delay_s: float = 0.08, gate: Path | None = None, hold: Path | None = None) -> None:
     """Write a run step by step through the engine's shard writer, as a running ``nel eval run`` does
-    (run as ``python tui_store.py live STORE`` it is another process, like a real run)."""
+    (run as ``python tui_store.py live STORE [HOLD]`` it is another process, like a real run).
+
+    While the file ``gate`` exists the second step waits and while ``hold`` exists the last one
+    does, so a test decides when the run moves and when it ends, however slow the machine."""
     import time
 
     from workbench.store import ShardWriter
@@ -230,6 +233,9 @@ def write_live_run(store: Path, *, run_id: str = "live-run", tasks: int = 20, re
                        expected_answer=str(idx), extracted_answer=str(idx if ok else idx + 1),
                        failure_category=None if ok or idx % 2 else "format_error", total_tokens=50,
                        prompt_tokens=30, completion_tokens=20, latency_ms=10.0)
+            waits_on = gate if (idx, rep) == (0, 1) else hold if (idx, rep) == (tasks - 1, repeats - 1) else None
+            while waits_on is not None and waits_on.exists():
+                time.sleep(0.02)
             writer.append(row)
             time.sleep(delay_s)
     writer.finish("complete")
@@ -239,4 +245,5 @@ if __name__ == "__main__":
     import sys
 
     if sys.argv[1:2] == ["live"]:
-        write_live_run(Path(sys.argv[2]))
+        gates = [Path(arg) for arg in sys.argv[3:5]]
+        write_live_run(Path(sys.argv[2]), gate=gates[0] if gates else None, hold=gates[1] if gates else None)
