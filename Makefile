@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: install demo test lint perf clean gym
+.PHONY: install demo test lint perf clean gym system
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV) || (apt-get update -q && apt-get install -y -q python3-venv && $(PYTHON) -m venv $(VENV))
@@ -37,8 +37,17 @@ lint: install
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 
-test: install lint gym
-	command -v tmux >/dev/null || (apt-get update -q && apt-get install -y -q tmux)  # the TUI smoke test drives tmux
+# Debian packages the suite runs for real: tmux (the TUI smoke test), the Docker engine and debootstrap (the
+# image is built from a local base, never pulled), docker-compose, and SLURM with munge (a one-node cluster
+# the SLURM tests bring up and tear down themselves). Only what is missing is installed.
+SYSTEM_TOOLS := tmux:tmux dockerd:docker.io debootstrap:debootstrap docker-compose:docker-compose \
+                sbatch:slurm-wlm slurmctld:slurm-wlm munged:munge
+system:
+	@missing="$$(for pair in $(SYSTEM_TOOLS); do command -v $${pair%%:*} >/dev/null || echo $${pair#*:}; done | sort -u)"; \
+	if [ -n "$$missing" ]; then echo "installing:" $$missing; apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; fi
+
+test: install lint gym system
 	$(BIN)/pytest -q -p no:cacheprovider
 
 perf: install

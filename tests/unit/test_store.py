@@ -257,6 +257,48 @@ def test_ingest_across_many_segment_batches_adds_each_step_once(tmp_path):
     assert ingest(store).steps_added == 0
 
 
+def test_a_step_in_two_segments_of_a_shard_is_merged_once_keeping_the_first_attempt(tmp_path):
+    """A journal rolled twice around a crash leaves one step in two segments: a fresh shard is
+    copied in whole, then its duplicates go, on the key alone, before the commit."""
+    store = tmp_path / "nel.duckdb"
+    w = writer(store, roll_every=2)
+    w.append(step(0, 0))
+    w.append(step(0, 1))
+    w.append(step(1, 0))
+    w.append(step(1, 1))
+    w.finish("complete")
+    segments = w.dir.step_segments()
+    assert len(segments) == 2
+    con = duckdb.connect()
+    con.execute("CREATE TABLE again AS SELECT * FROM read_parquet(?)", [str(segments[1])])
+    con.execute("INSERT INTO again SELECT * REPLACE (started_at + INTERVAL 1 MINUTE AS started_at, 0.0 AS reward, "
+                "false AS passed) FROM read_parquet(?) WHERE task_idx = 0 AND repeat = 0", [str(segments[0])])
+    duplicate = segments[1].with_name("steps-999999.parquet")
+    con.execute(f"COPY again TO '{duplicate}' (FORMAT parquet)")
+    assert ingest(store).steps_added == 4
+    rows = open_store(store).sql("SELECT task_idx, repeat, passed FROM steps ORDER BY ALL").rows()
+    assert rows == [(0, 0, True), (0, 1, True), (1, 0, True), (1, 1, True)]
+
+
+def test_a_shard_merged_while_running_is_completed_by_a_later_merge(tmp_path):
+    store = tmp_path / "nel.duckdb"
+    w = writer(store, n_tasks=4, roll_every=2)
+    for idx in range(2):
+        for rep in range(2):
+            w.append(step(idx, rep))
+    deadline = time.monotonic() + 10
+    while len(w.dir.step_segments()) < 2 and time.monotonic() < deadline:  # the rolls run in the background
+        time.sleep(0.01)
+    assert ingest(store).steps_added == 4  # the shard is running: its files stay
+    for idx in range(2, 4):
+        for rep in range(2):
+            w.append(step(idx, rep))
+    w.finish("complete")
+    report = ingest(store)
+    assert report.steps_added == 4 and report.runs == {RUN: "complete"}
+    assert count(store) == 8
+
+
 def test_a_failed_roll_keeps_the_journal_and_loses_no_step(tmp_path, monkeypatch):
     import importlib
 
