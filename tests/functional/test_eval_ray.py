@@ -1,5 +1,6 @@
 """``nel eval run --engine ray``: shards as tasks on a real local Ray cluster (``ray start --head``, joined with
-``--ray-address`` as an existing cluster would be), merged into the store, equal to the same run done locally.
+``--ray-address`` as an existing cluster would be, through Ray Client's ``ray://``, and from inside a job sent
+with ``ray job submit``), merged into the store, equal to the same run done locally.
 
 Ray is the ``ray`` extra; CI installs it (``pip install -e '.[test,ray]'``), so its absence fails here."""
 
@@ -12,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
@@ -43,24 +45,34 @@ def _listening(port: int) -> bool:
     return True
 
 
+@dataclass(frozen=True)
+class RayCluster:
+    address: str  # the GCS, as `--ray-address` takes it
+    client: str  # Ray Client, ray://
+    dashboard: str  # the job server `ray job submit` talks to
+
+
 @pytest.fixture(scope="module")
-def ray_address() -> Iterator[str]:
-    """A two-CPU Ray head started for this module (``--block``: stopping it stops its whole cluster)."""
+def ray_cluster() -> Iterator[RayCluster]:
+    """A two-CPU Ray head started for this module with its job server and Ray Client server
+    (``--block``: stopping it stops its whole cluster)."""
     if importlib.util.find_spec("ray") is None:
         pytest.fail("ray is not installed: install the extra, pip install -e '.[test,ray]' (CI does)")
-    port = _free_port()
+    port, client, dashboard = _free_port(), _free_port(), _free_port()
     temp = tempfile.mkdtemp(prefix="nelray", dir="/tmp")  # short: Ray's socket paths have a length limit
     head = subprocess.Popen(
         [str(Path(sys.executable).with_name("ray")), "start", "--head", "--block", f"--port={port}",
-         "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={temp}"],
+         "--num-cpus=2", "--include-dashboard=true", "--dashboard-host=127.0.0.1", f"--dashboard-port={dashboard}",
+         f"--ray-client-server-port={client}", "--disable-usage-stats", f"--temp-dir={temp}"],
         env=clean_env(**RAY_ENV), stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )
     try:
-        if not wait_for(lambda: _listening(port) or head.poll() is not None, timeout=60, interval=0.2) \
-                or head.poll() is not None:
-            pytest.fail(f"ray start --head did not come up: {head.stderr.read() if head.stderr else ''}")
-        yield f"127.0.0.1:{port}"
+        up = wait_for(lambda: all(map(_listening, (port, client, dashboard))) or head.poll() is not None,
+                      timeout=90, interval=0.2)
+        if not up or head.poll() is not None:
+            pytest.fail(f"ray start --head did not come up: {head.stderr.read() if head.poll() is not None else ''}")
+        yield RayCluster(f"127.0.0.1:{port}", f"ray://127.0.0.1:{client}", f"http://127.0.0.1:{dashboard}")
     finally:
         head.terminate()
         try:
@@ -76,8 +88,9 @@ def _rows(store: Path) -> pl.DataFrame:
 
 
 def test_ray_shards_merge_into_the_same_run_as_a_local_one(
-    mock: MockHandle, ray_address: str, tmp_path: Path
+    mock: MockHandle, ray_cluster: RayCluster, tmp_path: Path
 ) -> None:
+    ray_address = ray_cluster.address
     local = tmp_path / "local" / "nel.duckdb"
     assert_ok(nel(*eval_args(mock.base_url, problems=PROBLEMS, repeats=REPEATS, store=local), cwd=tmp_path))
     store = tmp_path / "ray" / "nel.duckdb"
@@ -95,6 +108,43 @@ def test_ray_shards_merge_into_the_same_run_as_a_local_one(
         (tmp_path / "ray" / "nel.duckdb.segments").rglob("*.parquet"))
     assert _rows(store).equals(_rows(local))
     assert float(runs["pass_at_1"][0]) == float(open_store(local).runs()["pass_at_1"][0])
+
+
+def _ray_run_is_complete(store: Path, proc: subprocess.CompletedProcess[str]) -> None:
+    out = proc.stdout + proc.stderr
+    assert "ray shard 0: done" in out and "ray shard 1: done" in out and f"merged into {store}" in out, out
+    assert step_count(store) == PROBLEMS * REPEATS
+    assert open_store(store).runs()["status"].to_list() == ["complete"]
+
+
+def test_ray_client_addresses_work_like_the_cluster_address(
+    mock: MockHandle, ray_cluster: RayCluster, tmp_path: Path
+) -> None:
+    """ray://: the driver (and the merge) stay here, the shards run on the cluster."""
+    store = tmp_path / "client" / "nel.duckdb"
+    proc = nel(*eval_args(mock.base_url, problems=PROBLEMS, repeats=REPEATS, store=store,
+                          extra=["--engine", "ray", "--shards", "2", "--ray-address", ray_cluster.client]),
+               cwd=tmp_path, env=clean_env(**RAY_ENV), timeout=90)
+    assert_ok(proc)
+    _ray_run_is_complete(store, proc)
+
+
+def test_it_runs_as_the_entrypoint_of_ray_job_submit(
+    mock: MockHandle, ray_cluster: RayCluster, tmp_path: Path
+) -> None:
+    """The driver itself runs on the cluster as a Ray job and joins it with --ray-address auto."""
+    store = tmp_path / "job" / "nel.duckdb"
+    entrypoint = [str(Path(sys.executable).with_name("nel")),
+                  *eval_args(mock.base_url, problems=PROBLEMS, repeats=REPEATS, store=store, output_dir=store.parent,
+                             extra=["--engine", "ray", "--shards", "2", "--ray-address", "auto"])]
+    proc = subprocess.run(
+        [str(Path(sys.executable).with_name("ray")), "job", "submit", "--address", ray_cluster.dashboard,
+         "--", *entrypoint],
+        cwd=tmp_path, env=clean_env(**RAY_ENV), capture_output=True, text=True, timeout=100,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "succeeded" in proc.stdout + proc.stderr
+    _ray_run_is_complete(store, proc)
 
 
 def test_an_unreachable_ray_address_is_one_line(mock: MockHandle, tmp_path: Path) -> None:
