@@ -13,6 +13,10 @@ from workbench.errors import NelError
 
 def cmd_eval_config(args: argparse.Namespace) -> int:
     config, _ = load_config(Path(args.config), args.override or ())
+    if config.cluster is not None:  # SLURM: write (and submit) the scripts; the shards run elsewhere
+        from workbench.cli.eval_slurm import cmd_eval_slurm
+
+        return cmd_eval_slurm(args, config)
     store = config.store or config.output_dir / "nel.duckdb"
     outcomes: list[tuple[str, str]] = []
     for bench in config.benchmarks:

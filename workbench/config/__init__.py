@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
+from workbench.config.cluster import Cluster
 from workbench.config.loader import Located, apply_overrides, load_config_tree
 from workbench.config.schema import Benchmark, EvalConfig, Generation, Service, benchmark_files, build_config
 from workbench.engine.metrics import DEFAULT, MetricSpec
@@ -81,4 +82,5 @@ def metric_specs(config: EvalConfig, bench: Benchmark, located: Located | None =
     return specs
 
 
-__all__ = ["Benchmark", "EvalConfig", "Generation", "Located", "Service", "load_config", "metric_specs", "model_config"]
+__all__ = ["Benchmark", "Cluster", "EvalConfig", "Generation", "Located", "Service", "load_config", "metric_specs",
+           "model_config"]

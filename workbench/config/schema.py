@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench.config.cluster import Cluster, parse_cluster
 from workbench.config.loader import Located
 from workbench.errors import UsageError
 from workbench.scoring import check_params, scorer_names
@@ -88,6 +89,7 @@ class EvalConfig:
     benchmarks: tuple[Benchmark, ...]
     output_dir: Path
     store: Path | None = None
+    cluster: Cluster | None = None  # None: the suite runs on this machine
 
 
 class _Checker:
@@ -301,7 +303,7 @@ def benchmark_files(located: Located) -> list[tuple[str, Path]]:
 def build_config(located: Located, known_benchmark: Callable[[str], bool]) -> EvalConfig:
     """Validate the located tree into an ``EvalConfig``."""
     c = _Checker(located)
-    top = c.mapping(located.tree, "", ("services", "benchmarks", "output", "benchmark_files"))
+    top = c.mapping(located.tree, "", ("services", "benchmarks", "output", "benchmark_files", "cluster"))
     raw_services = c.get(top, "services", "", lambda v, p: c.mapping(v, p, tuple(v) if isinstance(v, dict) else ()),
                          required=True)
     if not raw_services:
@@ -323,4 +325,5 @@ def build_config(located: Located, known_benchmark: Callable[[str], bool]) -> Ev
         benchmarks=benchmarks,
         output_dir=Path(out_dir),
         store=None if store is None else Path(store),
+        cluster=c.get(top, "cluster", "", lambda v, p: parse_cluster(c, v, p)),
     )

@@ -1,0 +1,225 @@
+"""SLURM: a config's suite as a job array of shards plus a merge job that waits for all of them.
+
+Array task K runs ``nel eval run CONFIG -O cluster.type=local --resume`` as shard K of N
+(``NEL_SHARD_IDX=$SLURM_ARRAY_TASK_ID``, ``NEL_TOTAL_SHARDS=N`` fixed in the script, so a failed task
+resubmitted alone with ``sbatch --array=K`` is still shard K of N). Every shard computes the same run id
+from the run's identity and writes its steps beside the store, so the store must be on a filesystem
+every node sees. The merge job (``--dependency=afterok:ARRAY``) runs ``nel eval merge STORE``.
+
+Secrets never enter a script: the jobs inherit the submitter's environment (``--export=ALL``), where
+``$NEMO_API_KEY`` or the config's ``${VAR}`` references find them. Every value written into a shell line
+is ``shlex``-quoted; values in ``#SBATCH`` lines are validated names or double-quoted paths.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from workbench.config.cluster import Cluster
+from workbench.errors import RunFailed, UsageError
+
+SBATCH_TIMEOUT_S = 60.0
+_JOB_ID = re.compile(r"^\d+$")
+
+
+@dataclass(frozen=True, slots=True)
+class SlurmJob:
+    """What the scripts run, as absolute paths: a shared filesystem names them the same on every node."""
+
+    config: Path
+    store: Path
+    output_dir: Path
+    workdir: Path
+    overrides: tuple[str, ...] = ()
+    """The submitter's ``-O`` overrides, passed on to every shard."""
+    python: str = os.path.abspath(sys.executable)  # not resolved: a venv's python is a symlink on purpose
+
+    def __post_init__(self) -> None:
+        for name in ("config", "store", "output_dir", "workdir"):
+            path = getattr(self, name)
+            if not path.is_absolute():
+                raise UsageError(f"{name}: {path} is not an absolute path (every node must find it)")
+            if "\n" in str(path) or "\r" in str(path):
+                raise UsageError(f"{name}: {str(path)!r}: a path in a script cannot hold a line break")
+
+
+@dataclass(frozen=True, slots=True)
+class SlurmScripts:
+    directory: Path
+    shards: Path
+    merge: Path
+    submit: Path
+
+
+@dataclass(frozen=True, slots=True)
+class Submitted:
+    array_job: str
+    merge_job: str
+
+
+def job_name(cluster: Cluster, job: SlurmJob) -> str:
+    """``cluster.job_name``, else ``nel-`` and the config's name in characters SLURM shows as typed."""
+    if cluster.job_name:
+        return cluster.job_name
+    return "nel-" + (re.sub(r"[^A-Za-z0-9_.-]+", "-", job.config.stem).strip("-") or "suite")
+
+
+def _directive_path(directory: Path, pattern: str) -> str:
+    """A log path for an ``#SBATCH`` line: sbatch reads double quotes and backslashes there (not a shell's
+    single quotes), and ``%`` starts one of its file name patterns (``pattern``'s own are meant)."""
+    text = str(directory)
+    if any(ch in text for ch in "\n\r\\"):
+        raise UsageError(f"{text!r}: a SLURM log directory cannot hold a line break or a backslash")
+    text = text.replace("%", "%%").replace('"', '\\"')
+    return f'"{text}/{pattern}"'
+
+
+def _common(cluster: Cluster, *, time: str | None, name: str, log: str) -> list[str]:
+    lines = [f"#SBATCH --job-name={name}", f"#SBATCH --output={log}", f"#SBATCH --error={log}",
+             "#SBATCH --open-mode=append", "#SBATCH --export=ALL"]
+    if time:
+        lines.append(f"#SBATCH --time={time}")
+    if cluster.node_pools:
+        lines.append(f"#SBATCH --partition={','.join(cluster.node_pools)}")
+    if cluster.account:
+        lines.append(f"#SBATCH --account={cluster.account}")
+    if cluster.qos:
+        lines.append(f"#SBATCH --qos={cluster.qos}")
+    return lines
+
+
+def _nel(job: SlurmJob, *args: str) -> str:
+    return " ".join(shlex.quote(a) for a in (job.python, "-m", "workbench.cli", *args))
+
+
+def _preamble(cluster: Cluster, job: SlurmJob) -> list[str]:
+    lines = ["", "set -eo pipefail"]
+    if cluster.setup:
+        lines += ["", "# cluster.setup, as written in the config", *cluster.setup]
+    return [*lines, "", f"cd {shlex.quote(str(job.workdir))}"]
+
+
+def shard_script(cluster: Cluster, job: SlurmJob, directory: Path) -> str:
+    """The array job: task K is shard K of ``cluster.shards``; it resumes whatever the store holds."""
+    n = cluster.shards
+    lines = [
+        "#!/bin/bash",
+        f"# nel: the shards of {job.config} as a SLURM job array, task K = shard K of {n}.",
+        "# Written by `nel eval run`; a task resubmitted alone (sbatch --array=K THIS) resumes shard K.",
+        *_common(cluster, time=cluster.walltime, name=job_name(cluster, job),
+                 log=_directive_path(directory, "shard-%a.log")),
+        f"#SBATCH --array=0-{n - 1}",
+    ]
+    if cluster.cpus_per_task:
+        lines.append(f"#SBATCH --cpus-per-task={cluster.cpus_per_task}")
+    if cluster.mem:
+        lines.append(f"#SBATCH --mem={cluster.mem}")
+    if cluster.gpus_per_task:
+        lines.append(f"#SBATCH --gpus-per-task={cluster.gpus_per_task}")
+    lines += [f"#SBATCH {arg}" for arg in cluster.sbatch_args]
+    lines += _preamble(cluster, job)
+    # Paths as YAML (JSON) strings: -O reads its values as YAML, where "a: b" or "[x]" would not stay text.
+    overrides = [*job.overrides, f"output.dir={json.dumps(str(job.output_dir))}",
+                 f"output.store={json.dumps(str(job.store))}", "cluster.type=local"]
+    args = ["eval", "run", str(job.config)]
+    for override in overrides:
+        args += ["-O", override]
+    lines += [
+        ': "${SLURM_ARRAY_TASK_ID:?run this script as a job array (sbatch --array=...)}"',
+        f"export NEL_SHARD_IDX=\"$SLURM_ARRAY_TASK_ID\" NEL_TOTAL_SHARDS={n}",
+        'echo "nel: SLURM job ${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID} on $(hostname):'
+        f' SLURM_ARRAY_TASK_ID=$SLURM_ARRAY_TASK_ID, shard $NEL_SHARD_IDX of {n}"',
+        f"exec {_nel(job, *args, '--no-progress', '--resume')}",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def merge_script(cluster: Cluster, job: SlurmJob, directory: Path) -> str:
+    """The merge job: submitted with ``--dependency=afterok:ARRAY``, it ingests the finished shards."""
+    lines = [
+        "#!/bin/bash",
+        f"# nel: merges the shards of {job.config} into the store once every array task succeeded.",
+        "# Submit it with: sbatch --dependency=afterok:ARRAY_JOB_ID THIS",
+        *_common(cluster, time=cluster.merge_walltime, name=f"{job_name(cluster, job)}-merge",
+                 log=_directive_path(directory, "merge.log")),
+        "#SBATCH --ntasks=1",
+        "#SBATCH --kill-on-invalid-dep=yes",
+    ]
+    if cluster.mem:
+        lines.append(f"#SBATCH --mem={cluster.mem}")
+    lines += _preamble(cluster, job)
+    lines += [f"exec {_nel(job, 'eval', 'merge', str(job.store))}", ""]
+    return "\n".join(lines)
+
+
+def submit_script(scripts: SlurmScripts) -> str:
+    """``submit.sh [SBATCH_OPTION...]``: the shards (options go to them, e.g. ``--array=3``), then the merge."""
+    shards, merge = shlex.quote(str(scripts.shards)), shlex.quote(str(scripts.merge))
+    return "\n".join([
+        "#!/bin/bash",
+        "# nel: submits the shards, then the merge job that runs once all of them succeeded.",
+        "# Options go to the shards' sbatch: ./submit.sh --array=3 runs shard 3 again (it resumes), then merges.",
+        "set -euo pipefail",
+        f"array=$(sbatch --parsable \"$@\" {shards})",
+        'array=${array%%;*}',
+        f"merge=$(sbatch --parsable --dependency=afterok:\"$array\" {merge})",
+        'merge=${merge%%;*}',
+        'echo "shards: job $array; merge: job $merge (runs when every shard succeeded)"',
+        'echo "follow: squeue -j $array,$merge"',
+        "",
+    ])
+
+
+def write_scripts(cluster: Cluster, job: SlurmJob, directory: Path) -> SlurmScripts:
+    """Write ``shards.sbatch``, ``merge.sbatch`` and ``submit.sh`` into ``directory`` (made if missing)."""
+    directory = directory.absolute()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cluster.scripts_dir: cannot create {directory}: {exc.strerror}") from None
+    scripts = SlurmScripts(directory, directory / "shards.sbatch", directory / "merge.sbatch",
+                           directory / "submit.sh")
+    for path, text in ((scripts.shards, shard_script(cluster, job, directory)),
+                       (scripts.merge, merge_script(cluster, job, directory)),
+                       (scripts.submit, submit_script(scripts))):
+        path.write_text(text, encoding="utf-8")
+        path.chmod(0o755)
+    return scripts
+
+
+def sbatch(argv: list[str]) -> str:
+    """Run one ``sbatch --parsable ...`` and return the job id; failures are one line naming the command."""
+    shown = shlex.join(argv)
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                              timeout=SBATCH_TIMEOUT_S, check=False)
+    except FileNotFoundError:
+        raise UsageError(f"{argv[0]}: not found on PATH: submit from a machine with SLURM, "
+                         "or set cluster.submit: false to only write the scripts") from None
+    except subprocess.TimeoutExpired:
+        raise RunFailed(f"{shown}: no answer within {SBATCH_TIMEOUT_S:.0f} s") from None
+    out = proc.stdout.strip().splitlines()
+    job_id = out[0].split(";", 1)[0].strip() if out else ""
+    if proc.returncode != 0 or not _JOB_ID.match(job_id):
+        why = "; ".join(line.strip() for line in proc.stderr.splitlines() if line.strip()) or proc.stdout.strip()
+        raise RunFailed(f"{shown}: exit {proc.returncode}: {why or 'no job id printed'}")
+    return job_id
+
+
+def submit(scripts: SlurmScripts, command: str = "sbatch") -> Submitted:
+    """Submit the array, then the merge depending on it (``afterok``: it runs only if every shard succeeded)."""
+    array = sbatch([command, "--parsable", str(scripts.shards)])
+    try:
+        merge = sbatch([command, "--parsable", f"--dependency=afterok:{array}", str(scripts.merge)])
+    except (UsageError, RunFailed) as exc:
+        raise RunFailed(f"{exc} (the shards are job {array}: submit the merge with "
+                        f"`sbatch --dependency=afterok:{array} {scripts.merge}`, or `scancel {array}`)") from None
+    return Submitted(array, merge)
