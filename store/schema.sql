@@ -6,7 +6,7 @@ CREATE TABLE IF NOT EXISTS nel_meta (
     key   VARCHAR PRIMARY KEY,
     value VARCHAR NOT NULL
 );
-INSERT OR IGNORE INTO nel_meta VALUES ('schema_version', '2');
+INSERT OR IGNORE INTO nel_meta VALUES ('schema_version', '3');
 
 -- One row per evaluation run. `identity` holds everything that changes answers (model, endpoint,
 -- protocol, sampling parameters, system prompt, benchmark and data hash, repeats, problem range);
@@ -110,5 +110,9 @@ CREATE TABLE IF NOT EXISTS steps (
     -- Every metric of a benchmark scored with several ({metric: {reward, passed, extracted_answer,
     -- method, details}}); NULL when only the benchmark's own scorer ran (then reward is that metric).
     -- The step_scores view gives one row per step and metric either way.
-    scores            JSON
+    scores            JSON,
+    -- An agent's transcript, turn by turn (the tool-calling solver): [{turn, model: {latency_ms, tokens,
+    -- finish_reason, ...}, text, tool_calls: [{id, name, arguments, output, truncated, exit_code, error,
+    -- latency_ms}]}]; NULL for a single model call. The step_tool_calls view has one row per tool call.
+    turns             JSON
 );

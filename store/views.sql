@@ -162,7 +162,28 @@ SELECT
     tool_calls,
     NULL                                             AS tool_call_id
 FROM steps
-WHERE error IS NULL;
+WHERE error IS NULL OR failure_category = 'max_turns_exhausted';
+
+-- Every tool call of every agent step (the tool-calling solver's `turns`), one row each, in order:
+-- "bash exited 1 on turn 3" is a query away.
+CREATE OR REPLACE VIEW step_tool_calls AS
+SELECT
+    run_id, task_idx, repeat, task_id,
+    CAST(c ->> 'turn' AS INTEGER)          AS turn,
+    c ->> 'id'                             AS call_id,
+    c ->> 'name'                           AS name,
+    c ->> 'arguments'                      AS arguments,
+    c ->> 'output'                         AS output,
+    CAST(c ->> 'exit_code' AS INTEGER)     AS exit_code,
+    c ->> 'error'                          AS error,
+    CAST(c ->> 'latency_ms' AS DOUBLE)     AS latency_ms,
+    CAST(c ->> 'truncated' AS BOOLEAN)     AS truncated,
+    c ->> 'skipped'                        AS skipped
+FROM (
+    SELECT run_id, task_idx, repeat, task_id, unnest(CAST(t -> 'tool_calls' AS JSON[])) AS c
+    FROM (SELECT run_id, task_idx, repeat, task_id, unnest(CAST(turns AS JSON[])) AS t
+          FROM steps WHERE turns IS NOT NULL)
+);
 
 -- Every metric of every step, one row each. A benchmark configured with several metrics
 -- (`scoring:` in a config) stores them all in steps.scores; a step scored only by its benchmark's

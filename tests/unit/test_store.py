@@ -183,7 +183,9 @@ def _downgrade_to_version_1(store):
     con = duckdb.connect(str(store))
     con.execute("DROP VIEW IF EXISTS step_scores CASCADE")
     con.execute("DROP VIEW IF EXISTS run_scores")
+    con.execute("DROP VIEW IF EXISTS step_tool_calls")
     con.execute("ALTER TABLE steps DROP COLUMN scores")
+    con.execute("ALTER TABLE steps DROP COLUMN turns")
     con.execute("UPDATE nel_meta SET value = '1' WHERE key = 'schema_version'")
     con.close()
 
@@ -201,8 +203,8 @@ def test_a_version_1_store_reads_as_is_and_is_migrated_when_next_written(tmp_pat
     assert reader.rows("SELECT DISTINCT metric FROM step_scores") == [("reward",)]
     ingest(store)  # opening for writing migrates
     con = duckdb.connect(str(store), read_only=True)
-    assert con.execute("SELECT value FROM nel_meta WHERE key = 'schema_version'").fetchone() == ("2",)
-    assert "scores" in {r[0] for r in con.execute("DESCRIBE steps").fetchall()}
+    assert con.execute("SELECT value FROM nel_meta WHERE key = 'schema_version'").fetchone() == ("3",)
+    assert {"scores", "turns"} <= {r[0] for r in con.execute("DESCRIBE steps").fetchall()}
     con.close()
 
 
@@ -336,3 +338,27 @@ def test_a_pinned_store_answers_several_queries_from_one_snapshot(tmp_path, monk
     assert len(opened) == 1
     reader.rows("SELECT 1")
     assert len(opened) == 2  # outside the block, each call has its own connection again
+
+
+def test_an_agents_tool_calls_read_back_one_row_each_in_order(tmp_path):
+    store = tmp_path / "nel.duckdb"
+    w = writer(store)
+    turns = [
+        {"turn": 1, "model": {"latency_ms": 3.0}, "text": "look", "tool_calls": [
+            {"id": "c1", "name": "bash", "arguments": '{"command": "ls"}', "output": "a.txt", "truncated": False,
+             "exit_code": 0, "error": None, "latency_ms": 12.5, "turn": 1}]},
+        {"turn": 2, "model": {"latency_ms": 2.0}, "text": "edit", "tool_calls": [
+            {"id": "c2", "name": "bash", "arguments": '{"command": "cat b"}', "output": "No such file",
+             "truncated": False, "exit_code": 1, "error": None, "latency_ms": 4.0, "turn": 2},
+            {"id": "c3", "name": "file_write", "arguments": "{}", "output": "error", "truncated": False,
+             "exit_code": None, "error": "timeout", "latency_ms": 60000.0, "turn": 2}]},
+        {"turn": 3, "model": {"latency_ms": 1.0}, "text": "done", "tool_calls": []},
+    ]
+    w.append(dict(step(0, 0), turns=orjson.dumps(turns).decode()))
+    w.append(step(1, 0))  # a single model call: no turns, no rows
+    w.finish("complete")
+    for _ in range(2):  # live segments, then the ingested table
+        rows = open_store(store).rows(
+            "SELECT task_idx, turn, name, exit_code, error FROM step_tool_calls ORDER BY task_idx, turn, call_id")
+        assert rows == [(0, 1, "bash", 0, None), (0, 2, "bash", 1, None), (0, 2, "file_write", None, "timeout")]
+        ingest(store)

@@ -29,7 +29,7 @@ from workbench.environments.base import EvalEnvironment, SeedResult, VerifyResul
 from workbench.errors import RunFailed, UsageError
 from workbench.model.client import FatalModelError
 from workbench.model.failures import classify_answer
-from workbench.solvers.base import Solver, SolverOutput, SolverWorker
+from workbench.solvers.base import AttemptContext, Solver, SolverOutput, SolverWorker
 from workbench.store.ingest import ingest
 from workbench.store.writer import ShardWriter
 
@@ -115,6 +115,7 @@ def _step_row(
         "response_id": m.response_id,
         "metadata": _dumps(seed.metadata or None),
         "scores": _dumps(scores),
+        "turns": _dumps(out.turns),
     }
 
 
@@ -169,7 +170,7 @@ class _Loop:
             started_at = time.time()
             remote = None if attempts is None else await attempts.begin(seed, rep)
             t0 = time.perf_counter()
-            out = await solver_worker.solve(seed, rep)
+            out = await solver_worker.solve(seed, rep, remote if isinstance(remote, AttemptContext) else None)
             t1 = time.perf_counter()
             scores = None
             if metric_worker is not None:

@@ -23,7 +23,10 @@ F = TypeVar("F", bound=Factory)
 
 _REGISTRY: dict[str, Factory] = {}
 
-BUILTIN_CLASSES: dict[str, str] = {"humaneval": "workbench.environments.humaneval:HumanEvalEnvironment"}
+BUILTIN_CLASSES: dict[str, str] = {
+    "humaneval": "workbench.environments.humaneval:HumanEvalEnvironment",
+    "file_tasks": "workbench.environments.file_tasks:FileTasksEnvironment",
+}
 """Built-ins defined in Python rather than TOML: name → ``module:class``, imported on first use (keeps ``nel`` fast)."""
 
 

@@ -2,7 +2,8 @@
 
 Transport-level categories come from the HTTP exchange; ``empty_response``,
 ``refusal`` and ``format_error`` are decided after the response is scored, and
-``judge_error`` when a judge scoring the response gave no verdict.
+``judge_error`` when a judge scoring the response gave no verdict; ``max_turns_exhausted`` when an
+agent (the tool-calling solver) was still calling tools when its turns ran out.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ FailureCategory = Literal[
     "refusal",
     "format_error",
     "judge_error",
+    "max_turns_exhausted",
 ]
 FAILURE_CATEGORIES: tuple[FailureCategory, ...] = get_args(FailureCategory)
 ERROR_CATEGORIES: frozenset[FailureCategory] = frozenset(FAILURE_CATEGORIES[:5])

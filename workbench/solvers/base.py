@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from workbench.environments.base import Message, SeedResult
 from workbench.model.client import ModelResponse
+
+if TYPE_CHECKING:
+    from workbench.solvers.tools import ToolBox
 
 
 @dataclass(slots=True)
@@ -29,10 +32,21 @@ class SolverOutput:
     model: ModelResponse
     request_hash: str | None = None
     request_seed: int | None = None
+    turns: list[dict[str, Any]] | None = None
+    """An agent's every model call and tool call, turn by turn (``None`` for a single call)."""
+
+
+@runtime_checkable
+class AttemptContext(Protocol):
+    """What the environment opened for one attempt before the model is called (a sandbox, a server
+    session), as far as a solver can use it."""
+
+    @property
+    def tools(self) -> ToolBox | None: ...
 
 
 class SolverWorker(Protocol):
-    async def solve(self, seed: SeedResult, attempt: int) -> SolverOutput: ...
+    async def solve(self, seed: SeedResult, attempt: int, context: AttemptContext | None = None) -> SolverOutput: ...
 
 
 class Solver(Protocol):

@@ -14,7 +14,7 @@ from workbench.environments.base import Message, SeedResult
 from workbench.errors import RunFailed
 from workbench.model.client import ModelClient, prepare
 from workbench.model.config import ModelConfig, redact_url
-from workbench.solvers.base import SolverOutput
+from workbench.solvers.base import AttemptContext, SolverOutput
 
 
 class SimpleWorker:
@@ -22,7 +22,7 @@ class SimpleWorker:
         self._client = client
         self._config = client.config
 
-    async def solve(self, seed: SeedResult, attempt: int) -> SolverOutput:
+    async def solve(self, seed: SeedResult, attempt: int, context: AttemptContext | None = None) -> SolverOutput:
         config = self._config
         request = prepare(config, seed.messages, seed.prompt, attempt)
         result = await self._client.generate(request, attempt)

@@ -43,6 +43,7 @@ STEP_COLUMNS: dict[str, str] = {
     "response_id": "VARCHAR",
     "metadata": "JSON",
     "scores": "JSON",
+    "turns": "JSON",
 }
 
 STEP_KEY = ("run_id", "task_idx", "repeat")

@@ -15,7 +15,7 @@ import duckdb
 from workbench.errors import UsageError
 from workbench.resources import sql_path
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _LOCK_WAIT_S = 60.0
 # DuckDB caches up to 80 % of RAM by default; the workbench runs beside the model
 # client and the TUI, so each connection gets a small budget and spills past it.
@@ -103,6 +103,8 @@ def _migrate(con: duckdb.DuckDBPyConnection) -> None:
     version = int(row[0]) if row else 1
     if version < 2:
         con.execute("ALTER TABLE steps ADD COLUMN IF NOT EXISTS scores JSON")
+    if version < 3:
+        con.execute("ALTER TABLE steps ADD COLUMN IF NOT EXISTS turns JSON")
     if version < SCHEMA_VERSION:
         con.execute("UPDATE nel_meta SET value = ? WHERE key = 'schema_version'", [str(SCHEMA_VERSION)])
 

@@ -59,6 +59,9 @@ SHORT_ANSWER_SCORERS = frozenset({"exact", "normalized", "f1"})
 CODE_SCORERS = frozenset({"code_execution"})
 """Scorers that run code: the mock answers with a code block and never calls their ``verify``."""
 
+SANDBOX_SCORERS = frozenset({"sandbox_state"})
+"""Scorers that inspect an agent's sandbox: the mock answers those as an agent and never calls their ``verify``."""
+
 N_DISTRACTORS = 3
 
 
@@ -78,7 +81,7 @@ def load_tasks(benchmarks: Sequence[str] | None = None) -> list[Task]:
             print(f"nel mock model: warning: skipping benchmark {name!r}: {exc}", file=sys.stderr)
             continue
         scorer = str(env.describe().get("scorer", ""))
-        verify = None if scorer in CODE_SCORERS else env.verify
+        verify = None if scorer in CODE_SCORERS or scorer in SANDBOX_SCORERS else env.verify
         found: list[Task] = []
         for i, entry in enumerate(env.answer_key()):
             seed = env.seed(i)

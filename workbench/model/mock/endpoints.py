@@ -14,7 +14,8 @@ from typing import Any
 
 import orjson
 
-from workbench.model.mock.answers import AnswerIndex
+from workbench.model.mock.agent import AGENT_SCORERS, AgentReply, agent_turn, offered_tools
+from workbench.model.mock.answers import AnswerIndex, Task
 from workbench.model.mock.config import MockConfig
 from workbench.model.mock.judge import judge_reply
 from workbench.model.mock.responder import CHARS_PER_TOKEN, Completion, Responder, apply_limits, count_tokens
@@ -166,10 +167,24 @@ class Api:
         verdict = judge_reply(primary) if JUDGE_MARK in primary else None
         if verdict is not None:
             return Completion(verdict), prompt_tokens
+        return self.responder.respond(self._task(primary, parts), seed, attempt), prompt_tokens
+
+    def _task(self, primary: str, parts: list[str]) -> Task | None:
         task = self.index.exact(primary)
         if task is None and parts:
             task = self.index.lookup(parts[0] if len(parts) == 1 else "\n\n".join(parts))
-        return self.responder.respond(task, seed, attempt), prompt_tokens
+        return task
+
+    def _agent_reply(self, body: Body, primary: str, messages: list[Any], seed: object,
+                     attempt: object) -> AgentReply | None:
+        """A scripted agent turn when the request offers tools and its task is agentic, else ``None``."""
+        offered = offered_tools(body.get("tools"))
+        if offered is None:
+            return None
+        task = self._task(primary, [primary])
+        if task is None or task.scorer not in AGENT_SCORERS:
+            return None
+        return agent_turn(task, self.responder.skill.attempt(task.key, seed, attempt), messages, offered)
 
     # --- endpoints ----------------------------------------------------------------------------
 
@@ -189,6 +204,9 @@ class Api:
             parts.append(text)
             if message.get("role") == "user":
                 primary = text
+        agent = self._agent_reply(body, primary, messages, seed, attempt)
+        if agent is not None:
+            return self._tool_turn(model, agent, parts)
         completion, prompt_tokens = self._complete(primary, parts, "messages", seed, attempt)
         completion = apply_limits(completion, max_tokens, stops)
         completion_tokens = count_tokens(completion.text)
@@ -214,6 +232,21 @@ class Api:
                 "system_fingerprint": "fp_nel_mock",
             }
         )
+
+    def _tool_turn(self, model: str, agent: AgentReply, parts: list[str]) -> bytes:
+        prompt_tokens = count_tokens("".join(parts))
+        calls_text = "".join(c["function"]["arguments"] for c in agent.tool_calls or ())
+        completion_tokens = count_tokens(agent.text + calls_text)
+        message: dict[str, Any] = {"role": "assistant", "content": agent.text, "refusal": None}
+        if agent.tool_calls:
+            message["tool_calls"] = agent.tool_calls
+        return orjson.dumps({
+            "id": self._new_id("chatcmpl-"), "object": "chat.completion", "created": int(time.time()), "model": model,
+            "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": agent.finish_reason}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                      "total_tokens": prompt_tokens + completion_tokens},
+            "system_fingerprint": "fp_nel_mock",
+        })
 
     def completions(self, body: Body, attempt: object) -> bytes:
         prompt = body.get("prompt")

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
-from workbench.model.mock.answers import CODE_SCORERS, SHORT_ANSWER_SCORERS, Task
+from workbench.model.mock.answers import CODE_SCORERS, SANDBOX_SCORERS, SHORT_ANSWER_SCORERS, Task
 from workbench.model.mock.skill import SkillProfile
 
 FINAL_FORMATS: tuple[str, ...] = ("The answer is: {}", "#### {}", "\\boxed{{{}}}", "Answer: {}")
@@ -179,6 +179,8 @@ class Responder:
         """The reply to ``task`` (``None``: an unknown prompt, answered generically)."""
         if task is None:
             return Completion(GENERIC_REPLY)
+        if task.scorer in SANDBOX_SCORERS:  # an agent's task asked without tools (the agent turns: mock.agent)
+            return Completion("This task needs tools (a sandbox to work in), and none were offered.")
         verdict = self.skill.attempt(task.key, request_seed, attempt)
         choice = verdict.choice
         if task.scorer in CODE_SCORERS:
