@@ -283,3 +283,15 @@ def test_a_missing_sbatch_says_what_to_do() -> None:
 def test_relative_paths_are_refused_every_node_must_find_them() -> None:
     with pytest.raises(UsageError, match=r"store: nel\.duckdb is not an absolute path"):
         SlurmJob(config=Path("/a/suite.yaml"), store=Path("nel.duckdb"), output_dir=Path("/a"), workdir=Path("/a"))
+
+
+@pytest.mark.parametrize("flags", [["--shards", "2"], ["--background"], ["--engine", "ray"]])
+def test_local_or_ray_shards_are_refused_for_a_slurm_config(tmp_path: Path, flags: list[str]) -> None:
+    from workbench.cli import build_parser
+    from workbench.cli.eval_run import cmd_eval_run
+
+    path = tmp_path / "suite.yaml"
+    path.write_text(BASE + "cluster: {type: slurm, shards: 2}\n")
+    args = build_parser().parse_args(["eval", "run", str(path), *flags])
+    with pytest.raises(UsageError, match="cluster.type is slurm"):
+        cmd_eval_run(args)
