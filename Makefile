@@ -38,10 +38,11 @@ lint: install
 	$(BIN)/mypy
 
 # Debian packages the suite runs for real: tmux (the TUI smoke test), the Docker engine and debootstrap (the
-# image is built from a local base, never pulled), docker-compose, and SLURM with munge (a one-node cluster
-# the SLURM tests bring up and tear down themselves). Only what is missing is installed.
+# images are built from a local base, never pulled), docker-compose, SLURM with munge (a one-node cluster
+# the SLURM tests bring up and tear down themselves) and bubblewrap (the local sandbox's isolation). Only
+# what is missing is installed.
 SYSTEM_TOOLS := tmux:tmux dockerd:docker.io debootstrap:debootstrap docker-compose:docker-compose \
-                sbatch:slurm-wlm slurmctld:slurm-wlm munged:munge
+                sbatch:slurm-wlm slurmctld:slurm-wlm munged:munge bwrap:bubblewrap
 system:
 	@missing="$$(for pair in $(SYSTEM_TOOLS); do command -v $${pair%%:*} >/dev/null || echo $${pair#*:}; done | sort -u)"; \
 	if [ -n "$$missing" ]; then echo "installing:" $$missing; apt-get update -q && \
@@ -62,6 +63,7 @@ perf: install
 	$(BIN)/python tests/perf/bench_widgets.py
 	$(BIN)/python tests/perf/bench_serve.py
 	$(BIN)/python tests/perf/bench_shards.py
+	$(BIN)/python tests/perf/bench_sandbox.py
 
 clean:
 	rm -rf $(VENV) $(GYM_VENV) nel-results nel-demo .pytest_cache .mypy_cache .ruff_cache

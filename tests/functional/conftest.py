@@ -7,6 +7,8 @@ from collections.abc import Iterator
 import pytest
 
 from workbench.model.mock import MockHandle, mock_model
+from workbench.sandbox.daemon import DockerdMissing, ensure_dockerd
+from workbench.sandbox.image import DEFAULT_IMAGE, ensure_image
 
 
 @pytest.fixture(scope="module")
@@ -14,3 +16,18 @@ def mock() -> Iterator[MockHandle]:
     """The mock model, answering at once, shared by a test module."""
     with mock_model(latency_ms=0) as handle:
         yield handle
+
+
+@pytest.fixture(scope="session")
+def docker_image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A running Docker engine (started here if installed but down; a skip only when it is not installed,
+    a failure with its log when it will not start) with the sandbox image built (about a minute, once)."""
+    try:
+        started = ensure_dockerd(tmp_path_factory.mktemp("dockerd") / "dockerd.log")
+    except DockerdMissing as exc:
+        pytest.skip(str(exc))
+    ensure_image(DEFAULT_IMAGE)
+    yield DEFAULT_IMAGE
+    if started is not None:
+        started.terminate()
+        started.wait(30)

@@ -14,7 +14,6 @@ import re
 import secrets
 import shutil
 import subprocess
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -26,6 +25,7 @@ from typing import Any
 import pytest
 import yaml
 
+from workbench.sandbox.daemon import DockerdMissing, ensure_dockerd
 from workbench.store import open_store
 
 # The first test pays for the image build (base image + wheelhouse + docker build: ~3 min from nothing).
@@ -85,21 +85,14 @@ def _store_dir(tmp_path: Path, name: str = "data") -> Path:
 
 
 @pytest.fixture(scope="session")
-def docker_engine() -> None:
+def docker_engine(tmp_path_factory: pytest.TempPathFactory) -> None:
     """A running Docker engine: the one there is, else dockerd started here (and left running)."""
-    if shutil.which("docker") is None or shutil.which("dockerd") is None:
-        pytest.skip("the Docker engine is not installed (no `docker`/`dockerd`: `make system` installs docker.io)")
-    if _docker_ok():
-        return
-    log = tempfile.NamedTemporaryFile(prefix="nel-dockerd-", suffix=".log", delete=False)  # noqa: SIM115
-    subprocess.Popen(
-        ["dockerd"], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
-    )
-    deadline = time.monotonic() + 30
-    while not _docker_ok():
-        if time.monotonic() > deadline:
-            pytest.fail(f"dockerd did not come up in 30 s; its log ({log.name}):\n{Path(log.name).read_text()[-4000:]}")
-        time.sleep(0.5)
+    if shutil.which("docker") is None:
+        pytest.skip("the Docker client is not installed (`make system` installs docker.io)")
+    try:
+        ensure_dockerd(tmp_path_factory.mktemp("dockerd") / "dockerd.log")
+    except DockerdMissing as exc:
+        pytest.skip(str(exc))
 
 
 @pytest.fixture(scope="session")

@@ -85,7 +85,7 @@ def test_a_missing_environment_variable_without_default_names_it_and_the_line(tm
         ("      temperature: 0.7\n", "      temperature: 3\n", ":8: services.main.generation.temperature",
          "outside [0.0, 2.0]"),
         ("service: main}", "service: judge}", ":17: benchmarks.0.solver.service", "no service named 'judge'"),
-        ("type: simple,", "type: tool_calling,", ":17: benchmarks.0.solver.type", "expected one of simple"),
+        ("type: simple,", "type: react,", ":17: benchmarks.0.solver.type", "expected one of simple, tool_calling"),
         ("  - name: gsm8k\n", "  - name: nosuchbench\n", ":16: benchmarks.0.name", "unknown benchmark"),
         ("    model: my-model\n", "", ":2: services.main", "missing required key 'model'"),
         ("    type: api\n", "    type: local\n", ":3: services.main.type", "expected one of api"),
@@ -101,9 +101,49 @@ def test_each_mistake_is_named_by_file_line_and_dot_path(tmp_path, old, new, whe
     assert "config.yaml" in message
 
 
-def test_options_this_version_does_not_implement_are_refused(tmp_path):
-    message = error_of(tmp_path, GOOD + "sandboxes:\n  box: {type: docker}\n")
-    assert "sandboxes" in message and "not supported yet" in message
+AGENT = GOOD.replace("""  - name: gsm8k
+    solver: {type: simple, service: main}""", """  - name: file_tasks
+    sandbox: box
+    solver: {type: tool_calling, service: main, max_turns: 6, tool_timeout: 20, response_mode: sandbox_artifact}
+  - name: humaneval
+    sandbox: {type: local, timeout: 5}""") + """sandboxes:
+  box: {type: docker, image: nel-sandbox:bookworm, timeout: 30, memory: 256m, cpus: 0.5, network: none, concurrency: 2}
+"""
+
+
+def test_sandboxes_are_named_once_or_given_inline_and_a_tool_solver_takes_its_settings(tmp_path):
+    config, _ = load_config(write(tmp_path, AGENT))
+    agent, code = config.benchmarks[0], config.benchmarks[1]
+    assert agent.sandbox is not None and agent.sandbox.type == "docker" and agent.sandbox.memory_bytes == 256 * 2**20
+    assert (agent.sandbox.cpus, agent.sandbox.network, agent.sandbox.concurrency) == (0.5, "none", 2)
+    assert agent.tool_solver is not None
+    assert (agent.tool_solver.max_turns, agent.tool_solver.tool_timeout) == (6, 20.0)
+    assert (agent.tool_solver.sandbox_tools, agent.tool_solver.response_mode) == (True, "sandbox_artifact")
+    assert code.sandbox is not None and (code.sandbox.type, code.sandbox.timeout) == ("local", 5)
+    assert code.tool_solver is None
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "where", "what"),
+    [
+        ("memory: 256m", "memory: lots", "sandboxes.box.memory", "expected a size"),
+        ("network: none", "network: host", "sandboxes.box.network", "'none' or 'bridge'"),
+        ("cpus: 0.5", "cpus: 0", "sandboxes.box.cpus", "greater than 0"),
+        ("concurrency: 2}", "concurrency: 2, gpus: 1}", "sandboxes.box.gpus", "unknown key"),
+        ("sandbox: box", "sandbox: boxx", "benchmarks.0.sandbox", "no sandbox named 'boxx'"),
+        ("max_turns: 6", "max_turns: 0", "benchmarks.0.solver.max_turns", "at least 1"),
+        ("max_turns: 6", "max_turns: 6, resource_service: nope", "benchmarks.0.solver.resource_service",
+         "no service named 'nope'"),
+        ("    sandbox: box\n", "", "benchmarks.0.solver.sandbox_tools", "need a sandbox"),
+        ("response_mode: sandbox_artifact", "response_mode: vibes", "benchmarks.0.solver.response_mode",
+         "expected one of"),
+        ("max_turns: 6", "max_turns: 6, max_tokens: 3", "benchmarks.0.solver.max_tokens", "unknown key"),
+    ],
+)
+def test_each_sandbox_or_agent_mistake_is_named_by_file_line_and_dot_path(tmp_path, old, new, where, what):
+    assert old in AGENT
+    message = error_of(tmp_path, AGENT.replace(old, new))
+    assert where in message and what in message and "config.yaml:" in message, message
 
 
 def test_a_solver_service_is_required_when_there_are_several(tmp_path):

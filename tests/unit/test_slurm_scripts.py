@@ -293,5 +293,5 @@ def test_local_or_ray_shards_are_refused_for_a_slurm_config(tmp_path: Path, flag
     path = tmp_path / "suite.yaml"
     path.write_text(BASE + "cluster: {type: slurm, shards: 2}\n")
     args = build_parser().parse_args(["eval", "run", str(path), *flags])
-    with pytest.raises(UsageError, match="cluster.type is slurm"):
+    with pytest.raises(UsageError, match=r"cluster\.type is slurm"):
         cmd_eval_run(args)

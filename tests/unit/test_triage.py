@@ -228,6 +228,19 @@ class TestTranscript:
         assert blocks[1].text.startswith("part one\n{") and '"calc"' in blocks[3].text
         assert "extracted: '4'" in blocks[-1].text and '"normalized_extracted": "4"' in blocks[-1].text
 
+    def test_an_agents_tool_results_say_which_tool_ran_on_which_turn_and_how_it_ended(self) -> None:
+        calls = [{"id": "c1", "type": "function", "function": {"name": "bash", "arguments": '{"command": "x"}'}},
+                 {"id": "c2", "type": "function", "function": {"name": "file_write", "arguments": "{}"}}]
+        messages = [{"role": "user", "content": "do it"}, {"role": "assistant", "content": None, "tool_calls": calls},
+                    {"role": "tool", "tool_call_id": "c1", "content": "exit code: 1"},
+                    {"role": "tool", "tool_call_id": "c2", "content": "error"}]
+        turns = [{"turn": 1, "tool_calls": [
+            {"id": "c1", "name": "bash", "exit_code": 1, "error": None, "turn": 1, "truncated": True},
+            {"id": "c2", "name": "file_write", "exit_code": None, "error": "timeout", "turn": 1}]}]
+        titles = [b.title for b in triage.conversation(_attempt(messages=messages, turns=turns))]
+        assert "tool (call c1; bash, turn 1: exit 1, output cut)" in titles
+        assert "tool (call c2; file_write, turn 1: error timeout)" in titles
+
     def test_a_step_with_no_reply_has_no_reply_block(self) -> None:
         blocks = triage.conversation(_attempt(response=None, error="HTTP 500"))
         assert [b.kind for b in blocks] == ["system", "user"]

@@ -88,6 +88,10 @@ def _add_eval_run(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--max-retries", type=int, help="retries on 429, 5xx, timeouts (default 5)")
     e = p.add_argument_group("execution")
     e.add_argument("--max-concurrent", type=_positive_int, help="requests in flight (default 64)")
+    e.add_argument("--sandbox", choices=("docker", "local"),
+                   help="a sandbox per attempt, for benchmarks that run code or give an agent tools (humaneval, "
+                        "file_tasks): docker (a container; the default limits of docs/sandbox.md) or local "
+                        "(a subprocess with rlimits: weaker isolation); a config sets every limit")
     e.add_argument("--output-dir", help=f"default {DEFAULT_OUTPUT_DIR}/")
     _store_arg(e)
     e.add_argument(
@@ -275,6 +279,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_arguments(mock)
     mock.set_defaults(func=_handler("misc", "cmd_model_mock"))
+
+    sb = sub.add_parser("sandbox", help="the sandbox that code and agents run in (see docs/sandbox.md)")
+    sb_sub = sb.add_subparsers(dest="sandbox_command", required=True, metavar="COMMAND")
+    img = sb_sub.add_parser("image", help="build the sandbox image locally (debootstrap; root; nothing is pulled)")
+    img.add_argument("--image", default="nel-sandbox:bookworm", help="image name (default nel-sandbox:bookworm)")
+    img.add_argument("--force", action="store_true", help="rebuild even when it exists")
+    img.set_defaults(func=_handler("sandbox_cmd", "cmd_sandbox_image"))
+    cl = sb_sub.add_parser("clean", help="remove sandbox containers left by a killed run (-9)")
+    cl.add_argument("--all", action="store_true", help="every sandbox container, live runs' included")
+    cl.set_defaults(func=_handler("sandbox_cmd", "cmd_sandbox_clean"))
 
     sql = sub.add_parser("sql", help="run SQL over the store (live runs included)")
     sql.add_argument("query", nargs="?", help="SQL text (or use --named)")

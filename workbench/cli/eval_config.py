@@ -7,8 +7,17 @@ import sys
 from pathlib import Path
 
 from workbench.cli.eval_run import execute_run
-from workbench.config import load_config, metric_specs, model_config
+from workbench.config import Benchmark, load_config, metric_specs, model_config
 from workbench.errors import NelError
+from workbench.solvers.tool_calling import ToolCallingSettings
+
+
+def tool_settings(bench: Benchmark) -> ToolCallingSettings | None:
+    s = bench.tool_solver
+    if s is None:
+        return None
+    return ToolCallingSettings(max_turns=s.max_turns, tool_timeout=s.tool_timeout,
+                               max_output_chars=s.max_output_chars, response_mode=s.response_mode)  # type: ignore[arg-type]
 
 
 def cmd_eval_config(args: argparse.Namespace) -> int:
@@ -28,7 +37,9 @@ def cmd_eval_config(args: argparse.Namespace) -> int:
                 repeats=bench.repeats, max_problems=bench.max_problems, problem_range=None,
                 max_concurrent=bench.max_concurrent, resume=args.resume, run_id=None,
                 show_progress=not args.no_progress, resume_key=f"{config.file.resolve()}#{bench.path}",
-                metrics=metric_specs(config, bench),
+                metrics=metric_specs(config, bench), sandbox=bench.sandbox, tools=tool_settings(bench),
+                sandbox_tools=bench.tool_solver.sandbox_tools if bench.tool_solver else True,
+                server_tools=bool(bench.tool_solver and bench.tool_solver.resource_service),
             )
             if code == 130:  # interrupted: the user wants the suite to stop, not move on
                 return 130

@@ -24,10 +24,12 @@ from workbench.cli.render import render_summary
 from workbench.engine import RunProgress, RunResult, Shard, run_evaluation, shard_from_env
 from workbench.engine.metrics import MetricSpec, MetricSuite
 from workbench.engine.plan import RunPlan
-from workbench.environments import get_environment
+from workbench.environments import EvalEnvironment, get_environment
 from workbench.errors import UsageError
 from workbench.model.config import ModelConfig, infer_protocol
+from workbench.sandbox.spec import SandboxSpec
 from workbench.solvers import SimpleSolver
+from workbench.solvers.tool_calling import ToolCallingSettings, ToolCallingSolver
 from workbench.store import ingest, open_store, resolve_store_path
 
 T = TypeVar("T")
@@ -138,15 +140,38 @@ def execute_run(
     *, bench: str, model: ModelConfig, store: Path, output_dir: Path, repeats: int | None,
     max_problems: int | None, problem_range: tuple[int, int] | None, max_concurrent: int, resume: bool,
     run_id: str | None, show_progress: bool, resume_key: str | None = None,
-    metrics: Sequence[MetricSpec] | None = None,
+    metrics: Sequence[MetricSpec] | None = None, sandbox: SandboxSpec | None = None,
+    tools: ToolCallingSettings | None = None, sandbox_tools: bool = True, server_tools: bool = False,
 ) -> int:
+    """One benchmark, start to end. ``tools``: the tool-calling solver, with the sandbox's tools
+    (``sandbox_tools``) and/or the benchmark's own Gym resources server's tools (``server_tools``)."""
     env = get_environment(bench)
     suite = None if metrics is None else MetricSuite(env, metrics)
     n_repeats = repeats or int(env.describe().get("default_repeats", 1) or 1)
     shard = shard_from_env()
-    solver = SimpleSolver(model)
+    if tools is None and env.describe().get("solver") == "tool_calling":
+        tools = ToolCallingSettings(response_mode="sandbox_artifact")  # an agentic benchmark: its own loop
+    solver = SimpleSolver(model) if tools is None else ToolCallingSolver(model, tools)
+    if tools is not None and server_tools:
+        offer = getattr(env, "offer_tools", None)
+        if not callable(offer):
+            raise UsageError(f"{bench}: only a gym:// benchmark (protocol=native) offers its server's tools")
+        offer()
+    elif tools is not None and sandbox_tools and sandbox is None:
+        raise UsageError(f"{bench}: an agent's tools act on a sandbox: give the run one (--sandbox docker|local, "
+                         "or sandbox: in a config)")
 
     async def go() -> RunResult:
+        if sandbox is None:
+            return await evaluate(env)
+        from workbench.environments.sandboxed import Sandboxed
+        from workbench.sandbox import open_sandboxes
+
+        async with open_sandboxes(sandbox) as sandboxes:
+            return await evaluate(Sandboxed(env, sandboxes, tools=tools is not None and sandbox_tools,
+                                            response_mode=tools.response_mode if tools else "final_message"))
+
+    async def evaluate(env: EvalEnvironment) -> RunResult:
         async with progress_bar(show_progress, bench) as holder:
             def on_start(progress: RunProgress, plan: RunPlan) -> None:
                 holder.append(progress)
@@ -201,7 +226,7 @@ _FLAG_ONLY = {
     "system_prompt": "--system-prompt", "temperature": "--temperature", "top_p": "--top-p",
     "max_tokens": "--max-tokens", "seed": "--seed", "stop": "--stop", "store": "--store", "run_id": "--run-id",
     "request_timeout": "--request-timeout", "max_retries": "--max-retries", "max_concurrent": "--max-concurrent",
-    "output_dir": "--output-dir", "benchmark_file": "--benchmark-file",
+    "output_dir": "--output-dir", "benchmark_file": "--benchmark-file", "sandbox": "--sandbox",
 }
 
 
@@ -221,6 +246,17 @@ def check_run_args(args: argparse.Namespace) -> None:
         raise UsageError(f"the following arguments are required: {', '.join(missing)} (or give a config file)")
 
 
+def _refuse_cluster_config(args: argparse.Namespace) -> None:
+    """A config that runs on a SLURM cluster brings its own shards: refuse local or Ray ones up front."""
+    from workbench.config import load_config
+
+    config, _ = load_config(Path(args.config), args.override or ())
+    if config.cluster is not None and config.cluster.type == "slurm":
+        raise UsageError(f"{args.config}: cluster.type is slurm, so the config runs as a SLURM job array of "
+                         "cluster.shards shards; --shards, --background and --engine ray do not apply "
+                         "(add -O cluster.type=local to run it here instead)")
+
+
 def cmd_eval_run(args: argparse.Namespace) -> int:
     engine = getattr(args, "engine", None) or "local"
     background, shards = getattr(args, "background", False), getattr(args, "shards", None)
@@ -233,6 +269,8 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
         raise UsageError("--resume: not with --background or --shards; continue a background run "
                          "with `nel eval resume RUN`")
     check_run_args(args)
+    if args.config and (background or shards is not None or engine == "ray"):
+        _refuse_cluster_config(args)
     if engine == "ray":
         from workbench.cli.eval_ray import cmd_eval_ray  # type: ignore[import-not-found,unused-ignore]
 
@@ -259,6 +297,7 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
         resume=args.resume,
         run_id=args.run_id,
         show_progress=not args.no_progress,
+        sandbox=None if args.sandbox is None else SandboxSpec(type=args.sandbox),
     )
 
 

@@ -29,7 +29,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         path = export_data(env, args.export_data)
         print(f"{READY_PREFIX}wrote {len(env)} rows for ng_collect_rollouts to {path}", flush=True)
     if env.requires_sandbox:  # its /verify would refuse every request: say so now, not per request
-        reason = (f"{env.name}: scoring runs the model's code in a sandbox, which this version does not have yet, "
+        reason = (f"{env.name}: each attempt is verified in its own sandbox, which nel serve does not run yet, "
                   "so it is not served")
         if args.export_data:
             print(f"{READY_PREFIX}{reason}", flush=True)

@@ -13,18 +13,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench.config.agent import TOOL_SOLVER_KEYS, ToolSolver, benchmark_sandbox, named_sandboxes, tool_solver
 from workbench.config.cluster import Cluster, parse_cluster
 from workbench.config.loader import Located
 from workbench.errors import UsageError
+from workbench.sandbox.spec import SandboxSpec
 from workbench.scoring import check_params, scorer_names
 from workbench.scoring.judge import check_template
 
-NOT_YET = {
-    "sandboxes": "sandboxed execution is not supported yet",
-}
+NOT_YET: dict[str, str] = {}
 JUDGE = "judge"
 JUDGE_ONLY_KEYS = ("service", "prompt", "allow_self_judge")
-SOLVER_TYPES = ("simple",)
+SOLVER_TYPES = ("simple", "tool_calling")
+SIMPLE_SOLVER_KEYS = ("type", "service", "system_prompt")
 PROTOCOLS = ("chat_completions", "completions", "responses")
 
 
@@ -47,6 +48,8 @@ class Service:
     protocol: str | None = None
     api_key: str | None = field(default=None, repr=False)
     generation: Generation = Generation()
+    kind: str = "api"
+    """``api``: a model; ``resources``: a NeMo Gym resources server whose tools an agent may call."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +83,9 @@ class Benchmark:
     max_concurrent: int = 64
     timeout: float = 120.0
     system_prompt: str | None = None
+    sandbox: SandboxSpec | None = None
+    tool_solver: ToolSolver | None = None
+    """Set when ``solver.type`` is ``tool_calling``: the engine drives an agent loop."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,8 +196,13 @@ def _generation(c: _Checker, value: Any, path: str) -> Generation:
 
 
 def _service(c: _Checker, name: str, value: Any, path: str) -> Service:
+    """``type: api`` (a model endpoint) or ``type: resources`` (a NeMo Gym resources server: tools, no model)."""
+    kind = c.get(value if isinstance(value, dict) else {}, "type", path, c.choice(("api", "resources")),
+                 default="api")
+    if kind == "resources":
+        r = c.mapping(value, path, ("type", "url"))
+        return Service(name=name, url=c.get(r, "url", path, c.string, required=True), model="", kind="resources")
     s = c.mapping(value, path, ("type", "url", "protocol", "model", "api_key", "generation"))
-    c.get(s, "type", path, c.choice(("api",)), default="api")
     protocol = c.get(s, "protocol", path, c.choice(PROTOCOLS))
     if protocol == "responses" and isinstance(s.get("generation"), dict) and s["generation"].get("stop"):
         raise c.fail(f"{path}.generation.stop", "the responses protocol has no stop sequences")
@@ -257,14 +268,18 @@ def _scoring(c: _Checker, value: Any, path: str, services: dict[str, Service], s
 
 
 def _benchmark(c: _Checker, value: Any, path: str, services: dict[str, Service],
-               known: Callable[[str], bool]) -> Benchmark:
+               known: Callable[[str], bool], sandboxes: dict[str, SandboxSpec]) -> Benchmark:
     b = c.mapping(value, path, ("name", "solver", "scoring", "max_problems", "repeats", "max_concurrent", "timeout",
-                                "system_prompt"))
+                                "system_prompt", "sandbox"))
     name = c.get(b, "name", path, c.string, required=True)
     if not known(name):
         raise c.fail(f"{path}.name", f"unknown benchmark {name!r} (see `nel list`)")
-    solver = c.get(b, "solver", path, lambda v, p: c.mapping(v, p, ("type", "service", "system_prompt")), default={})
-    c.get(solver, "type", f"{path}.solver", c.choice(SOLVER_TYPES), default="simple")
+    raw_solver = b.get("solver") or {}
+    kind = c.get(raw_solver, "type", f"{path}.solver", c.choice(SOLVER_TYPES), default="simple") \
+        if isinstance(raw_solver, dict) else "simple"
+    solver_keys = TOOL_SOLVER_KEYS if kind == "tool_calling" else SIMPLE_SOLVER_KEYS
+    solver = c.get(b, "solver", path, lambda v, p: c.mapping(v, p, solver_keys), default={})
+    sandbox = c.get(b, "sandbox", path, lambda v, p: benchmark_sandbox(c, v, p, sandboxes))
     service = c.get(solver, "service", f"{path}.solver", c.string)
     if service is None:
         if len(services) != 1:
@@ -273,6 +288,9 @@ def _benchmark(c: _Checker, value: Any, path: str, services: dict[str, Service],
         service = next(iter(services))
     elif service not in services:
         raise c.fail(f"{path}.solver.service", f"no service named {service!r}; services: {', '.join(services)}")
+    if services[service].kind != "api":
+        raise c.fail(f"{path}.solver.service", f"{service!r} is a resources server, not a model; name a model "
+                                               "service (type: api)")
     system_prompt = c.get(b, "system_prompt", path, c.string)
     solver_prompt = c.get(solver, "system_prompt", f"{path}.solver", c.string)
     if system_prompt is not None and solver_prompt is not None:
@@ -287,6 +305,9 @@ def _benchmark(c: _Checker, value: Any, path: str, services: dict[str, Service],
         max_concurrent=c.get(b, "max_concurrent", path, c.integer(1), default=64),
         timeout=c.get(b, "timeout", path, c.number(0.0, 86400.0, open_low=True), default=120.0),
         system_prompt=system_prompt if system_prompt is not None else solver_prompt,
+        sandbox=sandbox,
+        tool_solver=tool_solver(c, solver, f"{path}.solver", services, sandbox is not None, name)
+        if kind == "tool_calling" else None,
     )
 
 
@@ -303,7 +324,8 @@ def benchmark_files(located: Located) -> list[tuple[str, Path]]:
 def build_config(located: Located, known_benchmark: Callable[[str], bool]) -> EvalConfig:
     """Validate the located tree into an ``EvalConfig``."""
     c = _Checker(located)
-    top = c.mapping(located.tree, "", ("services", "benchmarks", "output", "benchmark_files", "cluster"))
+    top = c.mapping(located.tree, "", ("services", "benchmarks", "output", "benchmark_files", "cluster",
+                                       "sandboxes"))
     raw_services = c.get(top, "services", "", lambda v, p: c.mapping(v, p, tuple(v) if isinstance(v, dict) else ()),
                          required=True)
     if not raw_services:
@@ -312,8 +334,10 @@ def build_config(located: Located, known_benchmark: Callable[[str], bool]) -> Ev
     raw_benchmarks = c.get(top, "benchmarks", "", lambda v, p: v, required=True)
     if not isinstance(raw_benchmarks, list) or not raw_benchmarks:
         raise c.fail("benchmarks", "expected a non-empty list of benchmarks")
+    sandboxes = named_sandboxes(c, top)
     benchmarks = tuple(
-        _benchmark(c, value, f"benchmarks.{i}", services, known_benchmark) for i, value in enumerate(raw_benchmarks)
+        _benchmark(c, value, f"benchmarks.{i}", services, known_benchmark, sandboxes)
+        for i, value in enumerate(raw_benchmarks)
     )
     output = c.get(top, "output", "", lambda v, p: c.mapping(v, p, ("dir", "store")), default={})
     out_dir = c.get(output, "dir", "output", c.string, default="nel-results")

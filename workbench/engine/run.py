@@ -30,6 +30,7 @@ from workbench.errors import RunFailed, UsageError
 from workbench.model.client import FatalModelError
 from workbench.model.failures import classify_answer
 from workbench.solvers.base import AttemptContext, Solver, SolverOutput, SolverWorker
+from workbench.solvers.tool_calling import tool_failures
 from workbench.store.ingest import ingest
 from workbench.store.writer import ShardWriter
 
@@ -79,6 +80,9 @@ def _step_row(
     category = (m.failure or verdict.metadata.get("failure_category")
                 or classify_answer(out.response, verdict.reward, verdict.extracted_answer))
     details = verdict.scoring_details
+    failures = tool_failures(out.turns)
+    if failures:  # an agent's failure, attributed: "bash exited 1 on turn 3"
+        details = {**details, "tool_failures": failures}
     return {
         "run_id": plan.run_id,
         "task_idx": idx,
@@ -169,19 +173,24 @@ class _Loop:
         for idx, rep, seed, seed_ms in self.work:
             started_at = time.time()
             remote = None if attempts is None else await attempts.begin(seed, rep)
-            t0 = time.perf_counter()
-            out = await solver_worker.solve(seed, rep, remote if isinstance(remote, AttemptContext) else None)
-            t1 = time.perf_counter()
-            scores = None
-            if metric_worker is not None:
-                verdict, scores = await metric_worker.score(seed, out)
-            elif out.model.failure is not None:
-                verdict = _no_answer(out)
-            elif remote is not None:
-                verdict = await remote.verify(out.response, out.model)
-            else:
-                verdict = env.verify(out.response, seed.expected_answer, **seed.metadata)
-            t2 = time.perf_counter()
+            try:
+                t0 = time.perf_counter()
+                out = await solver_worker.solve(seed, rep, remote if isinstance(remote, AttemptContext) else None)
+                t1 = time.perf_counter()
+                scores = None
+                if metric_worker is not None:
+                    verdict, scores = await metric_worker.score(seed, out)
+                elif out.model.failure is not None:
+                    verdict = _no_answer(out)
+                elif remote is not None:
+                    verdict = await remote.verify(out.response, out.model)
+                else:
+                    verdict = env.verify(out.response, seed.expected_answer, **seed.metadata)
+                t2 = time.perf_counter()
+            finally:
+                close = getattr(remote, "close", None)
+                if close is not None:  # an attempt's sandbox goes, whatever happened (Ctrl-C included)
+                    await close()
             row = _step_row(plan, idx, rep, seed, seed_ms + (remote.seed_ms if remote else 0.0), started_at, out,
                             verdict, (t1 - t0) * 1000.0, (t2 - t1) * 1000.0, scores)
             self.commit(row)
@@ -228,9 +237,12 @@ async def run_evaluation(
     if max_concurrent < 1:
         raise UsageError(f"--max-concurrent must be at least 1, got {max_concurrent}")
     if getattr(env, "requires_sandbox", False):
-        raise UsageError(f"{env.name}: scoring runs the model's code in a sandbox, which this version does not have "
-                         f"yet; `nel list`, `nel validate -b {env.name}` and seeding work")
+        raise UsageError(f"{env.name}: every attempt needs a sandbox (its code is run, or its files inspected): give "
+                         "the run one with --sandbox docker|local, or sandbox: in a config")
     identity = {"benchmark": env.name, "data_hash": env.data_hash, **solver.identity()}
+    sandbox_identity = getattr(env, "sandbox_identity", None)
+    if callable(sandbox_identity):
+        identity["sandbox"] = sandbox_identity()
     if metrics is not None:
         identity["metrics"] = metrics.identity()
     primary = metrics.primary if metrics is not None else str(env.describe().get("scorer") or "reward")

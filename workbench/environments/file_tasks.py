@@ -20,6 +20,7 @@ from workbench.environments.base import AnswerKeyEntry, EvalEnvironment, SeedRes
 from workbench.environments.dataset import load_jsonl, task_id_of
 from workbench.errors import UsageError
 from workbench.resources import benchmarks_dir
+from workbench.sandbox.base import Sandbox
 
 NAME = "file_tasks"
 SCORER = "sandbox_state"
@@ -108,6 +109,17 @@ class FileTasksEnvironment(EvalEnvironment):
     async def verify_sandbox(self, expected: str, read: FileReader) -> VerifyResult:
         """Check the sandbox after the attempt: exact contents of ``checks.files``, ``checks.absent`` gone."""
         return await check_files(orjson.loads(expected), read)
+
+    async def verify_in_sandbox(self, box: Sandbox, response: str, seed: SeedResult, timeout: float) -> VerifyResult:
+        """The attempt's sandbox, inspected through its API (the final message is not scored)."""
+
+        async def read(path: str) -> bytes | None:
+            try:
+                return await box.read_file(path)
+            except (FileNotFoundError, IsADirectoryError):
+                return None
+
+        return await self.verify_sandbox(seed.expected_answer, read)
 
     @property
     def data_hash(self) -> str:

@@ -1,8 +1,8 @@
 """HumanEval: complete a Python function from its signature and docstring; scored by running its tests.
 
-Scoring needs sandboxed execution, which this version does not have: seeding, listing and
-the answer-key checks of ``nel validate`` work now, ``verify`` refuses, and
-``requires_sandbox`` tells the engine not to start a run. The data is
+Scoring runs the model's code with the problem's tests in a sandbox (``verify_in_sandbox``, driven
+by ``environments.sandboxed``); plain ``verify`` refuses, and ``requires_sandbox`` tells the engine
+not to start a run without one. The data is
 ``benchmarks/humaneval/data.jsonl`` (see its README and SOURCE.md).
 """
 
@@ -19,7 +19,9 @@ from workbench.environments.base import AnswerKeyEntry, EvalEnvironment, SeedRes
 from workbench.environments.dataset import load_jsonl, task_id_of
 from workbench.errors import UsageError
 from workbench.resources import benchmarks_dir
+from workbench.sandbox.base import Sandbox
 from workbench.scoring.code import extract_code
+from workbench.scoring.code_exec import score_humaneval_response
 
 NAME = "humaneval"
 INSTRUCTION = "Complete the following Python function. Return the complete function in a ```python code block."
@@ -27,8 +29,8 @@ PROMPT_TEMPLATE = "{instruction}\n\n{problem}"
 FIELDS = ("task_id", "prompt", "entry_point", "canonical_solution", "test")
 SCORER = "code_execution"
 NO_SANDBOX = (
-    f"{NAME} is scored by running the model's code against the problem's tests in a sandbox, "
-    "which this version of nel does not have yet"
+    f"{NAME} is scored by running the model's code against the problem's tests in a sandbox: "
+    "give the run one (--sandbox docker|local, or sandbox: in a config)"
 )
 
 
@@ -51,6 +53,8 @@ class HumanEvalEnvironment(EvalEnvironment):
 
     name = NAME
     requires_sandbox = True
+    ARTIFACT = "solution.py"
+    """What an agent leaves for scoring in response mode ``sandbox_artifact``."""
 
     def __init__(self, data_path: Path | None = None) -> None:
         path = data_path if data_path is not None else default_data_path()
@@ -84,6 +88,17 @@ class HumanEvalEnvironment(EvalEnvironment):
     def verify(self, response: str, expected: str, **metadata: Any) -> VerifyResult:
         """Refuse: a score needs the code run in a sandbox, and pretending otherwise would mislead."""
         raise UsageError(NO_SANDBOX)
+
+    def row(self, idx: int) -> dict[str, Any]:
+        """Problem ``idx`` as upstream has it (prompt, canonical_solution, test, entry_point)."""
+        return self._row(idx)
+
+    async def verify_in_sandbox(self, box: Sandbox, response: str, seed: SeedResult, timeout: float) -> VerifyResult:
+        """Extract the code, run it with the problem's tests in ``box``: reward 1 iff they all pass."""
+        result = await score_humaneval_response(box, response, self._row(int(seed.metadata["idx"])), timeout)
+        details = {"method": SCORER, **result.details}
+        return VerifyResult(result.reward, result.code, details,
+                            {} if result.code is not None else {"failure_category": "format_error"})
 
     @property
     def data_hash(self) -> str:

@@ -28,8 +28,10 @@ from workbench.environments.dataset import load_jsonl, task_id_of
 from workbench.errors import RunFailed, UsageError
 from workbench.gym import http
 from workbench.gym.responses import build_response
+from workbench.gym.tools import HttpToolBox, discover_tools
 from workbench.gym.url import GymURL, parse_gym_url
 from workbench.model.client import ModelResponse
+from workbench.solvers.tools import ToolSpec
 
 _SEED_WINDOW = 64
 """Problems fetched together from ``nel serve`` on a seed cache miss (in parallel threads)."""
@@ -81,8 +83,24 @@ class RemoteEnvironment(EvalEnvironment):
         return None
 
     async def _verify(self, client: httpx.AsyncClient, cookies: httpx.Cookies | None, seed: SeedResult,
-                      response: str, model: ModelResponse) -> VerifyResult:
+                      response: str, model: ModelResponse, history: list[dict[str, Any]] | None = None,
+                      ) -> VerifyResult:
         raise NotImplementedError
+
+    tool_specs: list[ToolSpec] = []  # noqa: RUF012  (replaced per instance by offer_tools)
+
+    def row_tools(self, seed: SeedResult) -> list[ToolSpec]:
+        """The tools a task's own row declares (``responses_create_params.tools``), if any: what Gym's
+        agents offer the model for it. Only tools the server serves are kept."""
+        return []
+
+    def offer_tools(self) -> list[ToolSpec]:
+        """Offer the server's own tools (``POST /{tool}``, from its /openapi.json) to the run's agent."""
+        self.tool_specs = discover_tools(self._client(), self.url.base_url)
+        if not self.tool_specs:
+            raise RunFailed(f"{self.url.base_url}/openapi.json describes no tools (POST /NAME routes besides "
+                            "the protocol's own)")
+        return self.tool_specs
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "size": len(self), "scorer": self.scorer, "url": self.url.base_url,
@@ -95,10 +113,13 @@ class _Attempt:
     seed: SeedResult
     cookies: httpx.Cookies | None
     seed_ms: float
+    tools: HttpToolBox | None = None
+    """The server's own tools, inside this attempt's session (when the run's solver calls tools)."""
 
     async def verify(self, response: str, model: ModelResponse) -> VerifyResult:
         env, client = self.worker.env, self.worker.client
-        return await env._verify(client, self.cookies, self.seed, response, model)
+        history = self.tools.history if self.tools is not None else None
+        return await env._verify(client, self.cookies, self.seed, response, model, history)
 
 
 @dataclass(slots=True)
@@ -109,7 +130,9 @@ class _AttemptWorker:
     async def begin(self, seed: SeedResult, attempt: int) -> _Attempt:
         t0 = time.perf_counter()
         cookies = await self.env._begin(self.client, seed)
-        return _Attempt(self, seed, cookies, (time.perf_counter() - t0) * 1000.0)
+        specs = self.env.tool_specs and (self.env.row_tools(seed) or self.env.tool_specs)
+        tools = HttpToolBox(self.client, self.env.url.base_url, specs, cookies) if specs else None
+        return _Attempt(self, seed, cookies, (time.perf_counter() - t0) * 1000.0, tools)
 
 
 class EvaluatorEnvironment(RemoteEnvironment):
@@ -168,7 +191,8 @@ class EvaluatorEnvironment(RemoteEnvironment):
         return self._verdict(http.request_sync(self._client(), "POST", self._endpoint("/verify"), body))
 
     async def _verify(self, client: httpx.AsyncClient, cookies: httpx.Cookies | None, seed: SeedResult,
-                      response: str, model: ModelResponse) -> VerifyResult:
+                      response: str, model: ModelResponse, history: list[dict[str, Any]] | None = None,
+                      ) -> VerifyResult:
         body = {"response": response, "expected": seed.expected_answer, "metadata": seed.metadata}
         data, _ = await http.post(client, self._endpoint("/verify"), body)
         return self._verdict(data)
@@ -259,13 +283,27 @@ class NativeGymEnvironment(RemoteEnvironment):
     def row(self, idx: int) -> dict[str, Any]:
         return self._rows[idx]
 
+    def row_tools(self, seed: SeedResult) -> list[ToolSpec]:
+        served = {spec.name: spec for spec in self.tool_specs}
+        declared = self._rows[seed.metadata["idx"]].get("responses_create_params", {}).get("tools") or []
+        out = []
+        for tool in declared if isinstance(declared, list) else ():
+            if isinstance(tool, dict) and tool.get("type") == "function" and tool.get("name") in served:
+                parameters = tool.get("parameters") if isinstance(tool.get("parameters"), dict) else None
+                out.append(ToolSpec(str(tool["name"]), str(tool.get("description") or served[tool["name"]].description),
+                                    parameters or served[tool["name"]].parameters))
+        return out
+
     async def _begin(self, client: httpx.AsyncClient, seed: SeedResult) -> httpx.Cookies | None:
         _, cookies = await http.post(client, self._endpoint("/seed_session"), self._rows[seed.metadata["idx"]])
         return cookies
 
-    def _verify_body(self, row: dict[str, Any], response: str, model: ModelResponse) -> dict[str, Any]:
+    def _verify_body(self, row: dict[str, Any], response: str, model: ModelResponse,
+                     history: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         built = build_response(model, model_id=str(row.get("responses_create_params", {}).get("model") or "nel"),
                                text=response)
+        if history:  # an agent's tool calls and their outputs come first, as Gym's own agents send them
+            built["output"] = [*history, *built["output"]]
         return {**row, "responses_create_params": row["responses_create_params"], "response": built}
 
     def _verdict(self, row: dict[str, Any], data: dict[str, Any]) -> VerifyResult:
@@ -280,9 +318,11 @@ class NativeGymEnvironment(RemoteEnvironment):
         )
 
     async def _verify(self, client: httpx.AsyncClient, cookies: httpx.Cookies | None, seed: SeedResult,
-                      response: str, model: ModelResponse) -> VerifyResult:
+                      response: str, model: ModelResponse, history: list[dict[str, Any]] | None = None,
+                      ) -> VerifyResult:
         row = self._rows[seed.metadata["idx"]]
-        data, _ = await http.post(client, self._endpoint("/verify"), self._verify_body(row, response, model), cookies)
+        body = self._verify_body(row, response, model, history)
+        data, _ = await http.post(client, self._endpoint("/verify"), body, cookies)
         return self._verdict(row, data)
 
     def verify(self, response: str, expected: str, **metadata: Any) -> VerifyResult:

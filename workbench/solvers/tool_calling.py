@@ -142,6 +142,22 @@ class ToolCallingWorker:
         return text, entry
 
 
+def tool_failures(turns: list[dict[str, Any]] | None) -> list[str]:
+    """Each failed tool call in words, in order: "bash exited 1 on turn 3", "file_write timed out on turn 2"."""
+    out: list[str] = []
+    for turn in turns or ():
+        for call in turn.get("tool_calls") or ():
+            name, n, error, code = call.get("name"), call.get("turn", turn.get("turn")), call.get("error"), \
+                call.get("exit_code")
+            if error == "timeout":
+                out.append(f"{name} timed out on turn {n}")
+            elif error is not None:
+                out.append(f"{name} failed on turn {n}: {error}")
+            elif code not in (None, 0):
+                out.append(f"{name} exited {code} on turn {n}")
+    return out
+
+
 def _name(call: dict[str, Any]) -> str:
     function = call.get("function") or {}
     return str(function.get("name") or call.get("name") or "")

@@ -41,6 +41,8 @@ class Attempt:
     reasoning: str | None
     tool_calls: Any
     scores: Any
+    turns: Any = None
+    """An agent's turns (the tool-calling solver): each tool call's name, exit code, error and latency."""
 
     @property
     def outcome(self) -> str:
@@ -69,7 +71,7 @@ class TaskDetail:
 
 
 _ATTEMPT_COLUMNS = ", ".join(Attempt.__dataclass_fields__)
-_JSON_FIELDS = ("scoring_details", "messages", "tool_calls", "scores")
+_JSON_FIELDS = ("scoring_details", "messages", "tool_calls", "scores", "turns")
 
 
 def _attempt(row: dict[str, Any]) -> Attempt:
@@ -126,14 +128,32 @@ def _pretty(value: Any) -> str:
     return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode()
 
 
+def _tool_results(attempt: Attempt) -> dict[str, str]:
+    """``tool_call_id`` → how that call went ("bash, turn 2: exit 1"), from the agent's turns."""
+    out: dict[str, str] = {}
+    for turn in attempt.turns if isinstance(attempt.turns, list) else ():
+        for call in turn.get("tool_calls") or () if isinstance(turn, dict) else ():
+            if not isinstance(call, dict) or call.get("id") is None:
+                continue
+            how = (f"error {call['error']}" if call.get("error") else
+                   f"exit {call['exit_code']}" if call.get("exit_code") is not None else "done")
+            cut = ", output cut" if call.get("truncated") else ""
+            out[str(call["id"])] = f"{call.get('name')}, turn {call.get('turn', turn.get('turn'))}: {how}{cut}"
+    return out
+
+
 def conversation(attempt: Attempt) -> list[Block]:
-    """The exchange as the model saw it: messages sent, reasoning, the reply and its tool calls."""
+    """The exchange as the model saw it: messages sent, reasoning, the reply and its tool calls (with each
+    tool result's exit code or error, for an agent)."""
     blocks: list[Block] = []
+    results = _tool_results(attempt)
     for msg in attempt.messages:
         msg = msg if isinstance(msg, dict) else {"role": "user", "content": msg}
         role = str(msg.get("role") or "user")
         kind = role if role in ("system", "user", "assistant", "tool") else "user"
-        title = role if not msg.get("tool_call_id") else f"{role} (call {msg['tool_call_id']})"
+        call_id = msg.get("tool_call_id")
+        title = role if not call_id else f"{role} (call {call_id}" + (
+            f"; {results[str(call_id)]})" if str(call_id) in results else ")")
         blocks.append(Block(kind, title, _content_text(msg.get("content"))))  # type: ignore[arg-type]
         if msg.get("tool_calls"):
             blocks.append(Block("tool", f"{role} tool calls", _pretty(msg["tool_calls"])))

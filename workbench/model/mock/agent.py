@@ -12,6 +12,7 @@ fails and giving up, looping on ``ls`` until its turns run out, or answering wit
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,6 +87,46 @@ def _call(turn: int, name: str, arguments: dict[str, Any], text: str) -> AgentRe
     call = {"id": f"call_{turn:03d}_0", "type": "function",
             "function": {"name": name, "arguments": orjson.dumps(arguments).decode()}}
     return AgentReply(text, [call])
+
+
+def generic_tool_turn(prompt: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> AgentReply:
+    """For a prompt the mock does not know (a NeMo Gym row, say) that offers tools: call the first tool
+    once, its arguments made from its JSON schema and the prompt, then answer with what it returned."""
+    results = [m for m in messages if isinstance(m, dict) and m.get("role") == "tool"]
+    if results:
+        return AgentReply(f"According to the tool: {str(results[-1].get('content') or '')[:500]}")
+    function = next((t["function"] for t in tools if isinstance(t, dict) and isinstance(t.get("function"), dict)), None)
+    if function is None or not isinstance(function.get("name"), str):
+        return AgentReply(GENERIC_TOOLS_REPLY)
+    raw_schema = function.get("parameters")
+    schema: dict[str, Any] = raw_schema if isinstance(raw_schema, dict) else {}
+    raw_properties = schema.get("properties")
+    properties: dict[str, Any] = raw_properties if isinstance(raw_properties, dict) else {}
+    wanted = schema.get("required") or list(properties)
+    arguments = {name: _value_for(name, properties.get(name) or {}, prompt) for name in wanted if isinstance(name, str)}
+    return _call(0, function["name"], arguments, f"Let me use the {function['name']} tool.")
+
+
+GENERIC_TOOLS_REPLY = "I do not know this task, and no tool I was offered has a name."
+_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
+
+
+def _value_for(name: str, schema: dict[str, Any], prompt: str) -> Any:
+    """A plausible argument: a capitalised word of the prompt for a name or place, else its last word."""
+    kind = schema.get("type")
+    if kind == "integer":
+        return 1
+    if kind == "number":
+        return 1.0
+    if kind == "boolean":
+        return True
+    if kind == "array":
+        return []
+    if kind == "object":
+        return {}
+    words = _WORD.findall(prompt)
+    capitalised = [w for w in words[1:] if w[0].isupper()]  # skip the sentence's first word
+    return (capitalised or words or [name])[-1]
 
 
 def offered_tools(tools: object) -> set[str] | None:

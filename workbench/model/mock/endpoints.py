@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from workbench.model.mock.agent import AGENT_SCORERS, AgentReply, agent_turn, offered_tools
+from workbench.model.mock.agent import AGENT_SCORERS, AgentReply, agent_turn, generic_tool_turn, offered_tools
 from workbench.model.mock.answers import AnswerIndex, Task
 from workbench.model.mock.config import MockConfig
 from workbench.model.mock.judge import judge_reply
@@ -182,7 +182,9 @@ class Api:
         if offered is None:
             return None
         task = self._task(primary, [primary])
-        if task is None or task.scorer not in AGENT_SCORERS:
+        if task is None:  # an unknown prompt with tools (a Gym row): call a tool once, then answer
+            return generic_tool_turn(primary, messages, body["tools"])
+        if task.scorer not in AGENT_SCORERS:
             return None
         return agent_turn(task, self.responder.skill.attempt(task.key, seed, attempt), messages, offered)
 
