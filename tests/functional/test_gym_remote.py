@@ -9,17 +9,14 @@ boxed the right answer (that server reads only the last `\\boxed{}`).
 
 from __future__ import annotations
 
-import os
 import re
-import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import orjson
 import pytest
+from gym_helpers import GYM_PYTHON, NOT_INSTALLED, free_port, gym_resources_server, stop
 from nel_helpers import NEL, assert_ok, assert_one_line_error, clean_env, nel
 
 from workbench.environments import get_environment
@@ -28,11 +25,7 @@ from workbench.store import open_store
 
 pytestmark = pytest.mark.timeout(240)
 
-ROOT = Path(__file__).resolve().parents[2]
-GYM_PYTHON = ROOT / ".venv-gym" / "bin" / "python"
-needs_gym = pytest.mark.skipif(
-    not GYM_PYTHON.exists(), reason="NeMo Gym is not installed in .venv-gym (run `make gym`; needs Python 3.13)"
-)
+needs_gym = pytest.mark.skipif(not GYM_PYTHON.exists(), reason=NOT_INSTALLED)
 PROBLEMS, REPEATS = 20, 2
 NATIVE_PROBLEMS, NATIVE_REPEATS = 12, 4
 GYM_CONFIG = """\
@@ -53,21 +46,6 @@ math_with_judge:
         input: []
       should_use_judge: false
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _stop(proc: subprocess.Popen[bytes] | subprocess.Popen[str]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 def _run_args(bench: str, mock: MockHandle, out: Path, *, problems: int, repeats: int) -> list[str]:
@@ -103,35 +81,14 @@ def nel_serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         assert match, f"no ready line from nel serve: {line!r}"
         yield f"gym://{match.group(1)}"
     finally:
-        _stop(proc)
+        stop(proc)
 
 
 @pytest.fixture(scope="module")
 def gym_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """NeMo Gym's math_with_judge resources server (library verifier only: offline) on loopback: host:port."""
-    if not GYM_PYTHON.exists():
-        pytest.skip("NeMo Gym is not installed in .venv-gym (run `make gym`; needs Python 3.13)")
-    port = _free_port()
-    log = tmp_path_factory.mktemp("gym") / "server.log"
-    env = {**os.environ, "NEMO_GYM_CONFIG_DICT": GYM_CONFIG.format(port=port, head_port=_free_port()),
-           "NEMO_GYM_CONFIG_PATH": "math_with_judge"}
-    with log.open("wb") as sink:
-        proc = subprocess.Popen([str(GYM_PYTHON), "-m", "resources_servers.math_with_judge.app"], env=env,
-                                stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert proc.poll() is None, f"the Gym server exited:\n{log.read_text()[-3000:]}"
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, f"the Gym server did not start:\n{log.read_text()[-3000:]}"
-            time.sleep(0.25)
-        yield f"127.0.0.1:{port}"
-    finally:
-        _stop(proc)
+    with gym_resources_server("math_with_judge", GYM_CONFIG, tmp_path_factory.mktemp("gym") / "server.log") as at:
+        yield at
 
 
 def _gym_rows(path: Path, n: int, *, with_question: bool = True) -> Path:
@@ -254,7 +211,7 @@ class TestBadInput:
     @pytest.mark.parametrize("query", ["", "?protocol=native&data=rows.jsonl"])
     def test_unreachable_server_names_the_url(self, mock, tmp_path, query):
         _gym_rows(tmp_path / "rows.jsonl", 1)
-        port = _free_port()
+        port = free_port()
         proc = nel(*_run_args(f"gym://127.0.0.1:{port}{query}", mock, tmp_path / "out", problems=1, repeats=1),
                    cwd=tmp_path)
         line = assert_one_line_error(proc, 1)
@@ -263,7 +220,7 @@ class TestBadInput:
 
     def test_a_bad_gym_row_names_file_and_line(self, mock, tmp_path):
         (tmp_path / "rows.jsonl").write_text('{"responses_create_params": {"input": []}}\n')
-        proc = nel(*_run_args(f"gym://127.0.0.1:{_free_port()}?protocol=native&data=rows.jsonl", mock,
+        proc = nel(*_run_args(f"gym://127.0.0.1:{free_port()}?protocol=native&data=rows.jsonl", mock,
                               tmp_path / "out", problems=1, repeats=1), cwd=tmp_path)
         line = assert_one_line_error(proc, 2)
         assert "rows.jsonl:1: not a NeMo Gym row" in line
@@ -285,7 +242,7 @@ class TestBadInput:
                        env=clean_env(GYM_TOKEN="right"))
             assert_ok(good)
         finally:
-            _stop(proc)
+            stop(proc)
 
 
 def test_the_gym_interpreter_is_the_one_ci_installs():

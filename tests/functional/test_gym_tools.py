@@ -6,16 +6,13 @@ that server rewards."""
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
 import textwrap
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+from gym_helpers import GYM_SITE, gym_resources_server
 from nel_helpers import assert_ok, nel
 
 from workbench.errors import RunFailed
@@ -25,8 +22,6 @@ from workbench.store import open_store
 
 pytestmark = pytest.mark.timeout(240)
 
-ROOT = Path(__file__).resolve().parents[2]
-GYM_PYTHON = ROOT / ".venv-gym" / "bin" / "python"
 SERVER = "example_single_tool_call"
 GYM_CONFIG = f"""\
 dry_run: false
@@ -43,48 +38,15 @@ head_server:
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def weather(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """NeMo Gym's example_single_tool_call resources server on loopback: host:port."""
-    if not GYM_PYTHON.exists():
-        pytest.skip("NeMo Gym is not installed in .venv-gym (run `make gym`; needs Python 3.13)")
-    port = _free_port()
-    log = tmp_path_factory.mktemp("gym") / "server.log"
-    env = {**os.environ, "NEMO_GYM_CONFIG_DICT": GYM_CONFIG.format(port=port, head_port=_free_port()),
-           "NEMO_GYM_CONFIG_PATH": SERVER}
-    with log.open("wb") as sink:
-        proc = subprocess.Popen([str(GYM_PYTHON), "-m", f"resources_servers.{SERVER}.app"], env=env,
-                                stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert proc.poll() is None, f"the Gym server exited:\n{log.read_text()[-3000:]}"
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, f"the Gym server did not start:\n{log.read_text()[-3000:]}"
-            time.sleep(0.25)
-        yield f"127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    with gym_resources_server(SERVER, GYM_CONFIG, tmp_path_factory.mktemp("gym") / "server.log") as at:
+        yield at
 
 
 def _rows() -> Path:
-    return ROOT / ".venv-gym" / "lib" / "python3.13" / "site-packages" / "resources_servers" / SERVER / "data" / \
-        "example.jsonl"
+    return GYM_SITE / "resources_servers" / SERVER / "data" / "example.jsonl"
 
 
 def test_an_agent_calls_the_servers_tool_in_its_session_and_the_server_rewards_it(
