@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -12,26 +11,12 @@ from pathlib import Path
 
 import httpx
 import pytest
+from nel_helpers import free_port, stop
 
 ROOT = Path(__file__).resolve().parents[2]
 GYM_PYTHON = ROOT / ".venv-gym" / "bin" / "python"
 GYM_SITE = ROOT / ".venv-gym" / "lib" / "python3.13" / "site-packages"
 NOT_INSTALLED = "NeMo Gym is not installed in .venv-gym (run `make gym`; needs Python 3.13)"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def stop(proc: subprocess.Popen[bytes] | subprocess.Popen[str]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 @contextmanager

@@ -4,6 +4,7 @@ readers over a live store."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -147,3 +148,20 @@ def wait_for_steps(store: Path, at_least: int, proc: subprocess.Popen[str], time
             return n
         time.sleep(0.03)
     raise AssertionError(f"the store held only {n} steps after {timeout} s")
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def stop(proc: subprocess.Popen[bytes] | subprocess.Popen[str], grace: float = 10.0) -> None:
+    """SIGTERM, then SIGKILL if it has not exited within ``grace`` seconds."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

@@ -18,7 +18,17 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from nel_helpers import assert_ok, assert_one_line_error, clean_env, eval_args, nel, step_count, wait_for
+from nel_helpers import (
+    assert_ok,
+    assert_one_line_error,
+    clean_env,
+    eval_args,
+    free_port,
+    nel,
+    step_count,
+    stop,
+    wait_for,
+)
 
 from workbench.model.mock import MockHandle
 from workbench.store import open_store
@@ -29,12 +39,6 @@ PROBLEMS, REPEATS = 20, 2
 # Ray >= 2.5x asks for a token by default; a throwaway cluster on loopback needs none (older Rays ignore this).
 RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
 ROWS = ["task_id", "repeat", "reward", "extracted_answer"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _listening(port: int) -> bool:
@@ -58,7 +62,7 @@ def ray_cluster() -> Iterator[RayCluster]:
     (``--block``: stopping it stops its whole cluster)."""
     if importlib.util.find_spec("ray") is None:
         pytest.fail("ray is not installed: install the extra, pip install -e '.[test,ray]' (CI does)")
-    port, client, dashboard = _free_port(), _free_port(), _free_port()
+    port, client, dashboard = free_port(), free_port(), free_port()
     temp = tempfile.mkdtemp(prefix="nelray", dir="/tmp")  # short: Ray's socket paths have a length limit
     head = subprocess.Popen(
         [str(Path(sys.executable).with_name("ray")), "start", "--head", "--block", f"--port={port}",
@@ -74,12 +78,7 @@ def ray_cluster() -> Iterator[RayCluster]:
             pytest.fail(f"ray start --head did not come up: {head.stderr.read() if head.poll() is not None else ''}")
         yield RayCluster(f"127.0.0.1:{port}", f"ray://127.0.0.1:{client}", f"http://127.0.0.1:{dashboard}")
     finally:
-        head.terminate()
-        try:
-            head.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            head.kill()
-            head.wait()
+        stop(head, grace=30)
         shutil.rmtree(temp, ignore_errors=True)
 
 
@@ -148,7 +147,7 @@ def test_it_runs_as_the_entrypoint_of_ray_job_submit(
 
 
 def test_an_unreachable_ray_address_is_one_line(mock: MockHandle, tmp_path: Path) -> None:
-    dead = f"127.0.0.1:{_free_port()}"
+    dead = f"127.0.0.1:{free_port()}"
     proc = nel(*eval_args(mock.base_url, problems=2, repeats=1, store=tmp_path / "nel.duckdb",
                           extra=["--engine", "ray", "--shards", "2", "--ray-address", dead]), cwd=tmp_path, timeout=30)
     line = assert_one_line_error(proc, 2)

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import orjson
 import pytest
-from gym_helpers import GYM_PYTHON, NOT_INSTALLED, free_port, gym_resources_server, stop
-from nel_helpers import NEL, assert_ok, assert_one_line_error, clean_env, nel
+from gym_helpers import GYM_PYTHON, NOT_INSTALLED, gym_resources_server
+from nel_helpers import NEL, assert_ok, assert_one_line_error, clean_env, free_port, nel, stop
 
 from workbench.environments import get_environment
 from workbench.model.mock import MockHandle

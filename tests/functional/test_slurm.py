@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from nel_helpers import NEL, clean_env, wait_for
+from nel_helpers import NEL, clean_env, free_port, wait_for
 
 from workbench.model.mock import MockHandle
 from workbench.store import open_store
@@ -70,12 +70,6 @@ class Cluster:
         return set(self.run("squeue", "-h", "-o", "%i").stdout.split())
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("", 0))
-        return int(s.getsockname()[1])
-
-
 def _memory_mb() -> int:
     for line in Path("/proc/meminfo").read_text().splitlines():
         if line.startswith("MemTotal:"):
@@ -87,8 +81,8 @@ def _slurm_conf(root: Path, host: str) -> str:
     return "\n".join([
         "ClusterName=neltest",
         f"SlurmctldHost={host}",
-        f"SlurmctldPort={_free_port()}",
-        f"SlurmdPort={_free_port()}",
+        f"SlurmctldPort={free_port()}",
+        f"SlurmdPort={free_port()}",
         "SlurmUser=root",
         "SlurmdUser=root",
         "AuthType=auth/munge",
