@@ -241,19 +241,53 @@ class TestRemoteBind:
 
 
 class TestSandboxBenchmarks:
-    """A benchmark whose scoring needs a sandbox (humaneval) is refused up front, not with a 5xx per request."""
+    """A benchmark scored by running code (humaneval) is served with sandboxes, each /verify in a fresh one;
+    without them it is refused up front, not with a 5xx per request."""
 
-    def test_serving_it_is_refused_in_one_line(self) -> None:
+    def test_without_a_sandbox_serving_it_is_refused_in_one_line(self) -> None:
         done = subprocess.run([sys.executable, "-m", "workbench.cli", "serve", "-b", "humaneval", "--port", "0"],
                               capture_output=True, text=True, timeout=60)
-        assert done.returncode == 2 and "sandbox" in done.stderr and len(done.stderr.splitlines()) == 1
+        assert done.returncode == 2 and "--sandbox docker|local" in done.stderr
+        assert len(done.stderr.splitlines()) == 1
 
     def test_its_rows_can_still_be_exported(self, tmp_path: Path) -> None:
         done = subprocess.run([sys.executable, "-m", "workbench.cli", "serve", "-b", "humaneval", "--port", "0",
                                "--export-data", str(tmp_path)], capture_output=True, text=True, timeout=60)
-        assert done.returncode == 0 and "not served" in done.stdout
+        assert done.returncode == 0 and "--sandbox docker|local" in done.stdout
         rows = [line for f in tmp_path.glob("*.jsonl") for line in f.read_text().splitlines()]
         assert len(rows) == 164
+
+    def test_each_response_runs_against_its_problems_tests_in_a_sandbox(self) -> None:
+        from workbench.environments.humaneval import complete_function
+
+        env = get_environment("humaneval")
+        row = env.row(2)  # type: ignore[attr-defined]
+        good = f"```python\n{complete_function(row)}\n```"
+        slow = "```python\nimport time\ntime.sleep(3)\n```"
+        with serve_process(["-b", "humaneval", "--port", "0", "--sandbox", "local"]) as handle, \
+                httpx.Client(base_url=handle.url, timeout=30) as c:
+            passed = c.post("/verify", json={"response": good, "idx": 2}).json()
+            assert passed["reward"] == 1.0 and passed["scoring_details"]["outcome"] == "passed"
+            assert "weaker isolation" in passed["scoring_details"]["sandbox"]
+            wrong = c.post("/verify", json={"response": good, "metadata": {"idx": 3},
+                                            "expected": env.seed(3).expected_answer}).json()
+            assert wrong["reward"] == 0.0 and wrong["scoring_details"]["outcome"] != "passed"
+            missing = c.post("/verify", json={"response": good, "expected": "x"})
+            assert _error(missing, 422)["field"] == "idx"
+            done: list[float] = []
+            thread = threading.Thread(target=lambda: done.append(
+                c.post("/verify", json={"response": slow, "idx": 0}).json()["reward"]))
+            thread.start()
+            time.sleep(0.5)
+            started = time.monotonic()
+            assert c.get("/health").status_code == 200 and time.monotonic() - started < 1.0  # not blocked
+            thread.join(30)
+            assert done == [0.0]
+
+    def test_an_agents_benchmark_is_not_served(self) -> None:
+        done = subprocess.run([sys.executable, "-m", "workbench.cli", "serve", "-b", "file_tasks", "--port", "0",
+                               "--sandbox", "local"], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2 and "only nel eval run drives" in done.stderr
 
 
 class TestConcurrency:

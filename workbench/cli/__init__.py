@@ -244,6 +244,10 @@ def build_parser() -> argparse.ArgumentParser:
                             "before serving")
     serve.add_argument("--max-body-bytes", type=_positive_int, default=8 * 1024 * 1024, metavar="N",
                        help="largest request body accepted (default 8 MiB; larger gets 413)")
+    serve.add_argument("--sandbox", choices=("docker", "local"),
+                       help="verify each response in a sandbox of its own (benchmarks that run code: humaneval)")
+    serve.add_argument("--sandbox-concurrency", type=_positive_int, default=4, metavar="N",
+                       help="sandboxes running at once (default 4; more /verify requests wait their turn)")
     serve.set_defaults(func=_handler("serve_cmd", "cmd_serve"))
 
     imp = sub.add_parser("import", help="bring results made elsewhere into the store")

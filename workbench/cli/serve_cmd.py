@@ -28,23 +28,34 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         path = export_data(env, args.export_data)
         print(f"{READY_PREFIX}wrote {len(env)} rows for ng_collect_rollouts to {path}", flush=True)
-    if env.requires_sandbox:  # its /verify would refuse every request: say so now, not per request
-        reason = (f"{env.name}: each attempt is verified in its own sandbox, which nel serve does not run yet, "
-                  "so it is not served")
+    sandboxes = None
+    if args.sandbox is not None:
+        from workbench.environments.sandboxed import SandboxScored
+
+        if not isinstance(env, SandboxScored) or getattr(env, "needs_tools", False):
+            why = ("its attempts are an agent working in the sandbox, which only nel eval run drives"
+                   if getattr(env, "needs_tools", False) else "it runs no code")
+            raise UsageError(f"--sandbox: {env.name} is not verified by running a response in a sandbox: {why}")
+        from workbench.sandbox import SandboxSpec, open_sandboxes
+
+        sandboxes = open_sandboxes(SandboxSpec(type=args.sandbox, concurrency=args.sandbox_concurrency))
+    elif env.requires_sandbox:  # its /verify would refuse every request: say so now, not per request
+        reason = f"{env.name}: each response is verified in a sandbox of its own"
         if args.export_data:
-            print(f"{READY_PREFIX}{reason}", flush=True)
+            print(f"{READY_PREFIX}{reason}; serve it with --sandbox docker|local", flush=True)
             return 0
-        raise UsageError(f"{reason}; --export-data DIR still writes its rows")
+        raise UsageError(f"{reason}: serve it with --sandbox docker|local (--export-data DIR alone writes its rows)")
 
     from workbench.serve.app import create_app
     from workbench.serve.runner import serve
 
-    app = create_app(env, gym_compat=args.gym_compat, auth_token=token, max_body_bytes=args.max_body_bytes)
+    app = create_app(env, gym_compat=args.gym_compat, auth_token=token, max_body_bytes=args.max_body_bytes,
+                     sandboxes=sandboxes)
     try:
         sock = bind(args.host, args.port)
     except OSError as exc:
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
-    mode = ", gym-compat" if args.gym_compat else ""
+    mode = (", gym-compat" if args.gym_compat else "") + (f", {sandboxes.backend} sandboxes" if sandboxes else "")
     auth = ", token required" if token else ""
 
     def ready(url: str) -> None:

@@ -2,7 +2,9 @@
 
 ``/seed_session`` and ``/verify`` call the environment's own ``seed`` and ``verify`` (the code the
 engine runs), so a reward served here is the reward a ``nel eval run`` would record. ``verify``
-runs in a worker thread: a slow scorer (code execution, a judge) holds its own request only.
+runs in a worker thread: a slow scorer (a judge) holds its own request only. A benchmark scored by
+running code (HumanEval) is served with sandboxes: each ``/verify`` runs in a fresh one, awaited, so
+other requests go on while the code runs.
 
 Every refusal is a 4xx whose JSON body names the field (see ``guard.error_json``); the fuzz
 tests hold the app to "no 5xx" from its own OpenAPI schema.
@@ -13,8 +15,10 @@ from __future__ import annotations
 import json
 import logging
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import orjson
@@ -36,6 +40,9 @@ from workbench.serve.models import (
     VerifyRequest,
     VerifyResponse,
 )
+
+if TYPE_CHECKING:
+    from workbench.sandbox.base import Sandboxes
 
 log = logging.getLogger("workbench.serve")
 
@@ -79,6 +86,7 @@ class _Service:
     env: EvalEnvironment
     gym_compat: bool
     limiter: anyio.CapacityLimiter
+    sandboxes: Sandboxes | None = None
 
     def index(self, value: Any, field: str) -> int:
         """A problem index, checked here: some environments would read ``-1`` as the last problem."""
@@ -101,8 +109,26 @@ class _Service:
         return await anyio.to_thread.run_sync(self.env.seed, idx, limiter=self.limiter)
 
     async def verify(self, text: str, expected: str, metadata: dict[str, Any]) -> VerifyResult:
+        if self.sandboxes is not None:
+            return await self._verify_in_sandbox(text, expected, metadata)
         kwargs = {k: v for k, v in metadata.items() if k not in _RESERVED_KWARGS}
         return await anyio.to_thread.run_sync(self._verify, text, expected, kwargs, limiter=self.limiter)
+
+    async def _verify_in_sandbox(self, text: str, expected: str, metadata: dict[str, Any]) -> VerifyResult:
+        """The code runs in a fresh sandbox of its own; the sandbox goes whatever happens."""
+        assert self.sandboxes is not None
+        if "idx" not in metadata:
+            raise ApiError(422, "missing_field", "idx", f"{self.env.name} runs the problem's own tests: send its idx "
+                                                        "(or metadata.idx, as --export-data rows carry it)")
+        seed = SeedResult(prompt="", messages=(), expected_answer=expected, task_id="", metadata=metadata)
+        try:
+            async with self.sandboxes.session() as box:
+                verdict: VerifyResult = await self.env.verify_in_sandbox(  # type: ignore[attr-defined]
+                    box, text, seed, self.sandboxes.spec.timeout)
+        except NelError as exc:  # the sandbox cannot run here (no image, no engine): the server's own fault
+            raise ApiError(503, "sandbox_unavailable", "response", str(exc)) from None
+        return VerifyResult(verdict.reward, verdict.extracted_answer,
+                            {**verdict.scoring_details, "sandbox": box.backend}, verdict.metadata)
 
     def _verify(self, text: str, expected: str, metadata: dict[str, Any]) -> VerifyResult:
         try:
@@ -121,11 +147,22 @@ def create_app(
     auth_token: str | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     verify_threads: int = DEFAULT_VERIFY_THREADS,
+    sandboxes: Sandboxes | None = None,
 ) -> FastAPI:
-    """The ASGI app serving ``env``; ``auth_token`` (if any) is required on every request."""
-    service = _Service(env, gym_compat, anyio.CapacityLimiter(verify_threads))
+    """The ASGI app serving ``env``; ``auth_token`` (if any) is required on every request; ``sandboxes``
+    (for a benchmark scored by running code) are closed, every container removed, when the app stops."""
+    service = _Service(env, gym_compat, anyio.CapacityLimiter(verify_threads), sandboxes)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            if sandboxes is not None:
+                await sandboxes.close()
+
     app = FastAPI(title=f"nel serve: {env.name}", version="1", default_response_class=JsonResponse,
-                  description="NeMo Gym resources-server protocol over a nel benchmark.")
+                  description="NeMo Gym resources-server protocol over a nel benchmark.", lifespan=lifespan)
     app.add_middleware(Guard, auth_token=auth_token, max_body_bytes=max_body_bytes)
     _install_error_handlers(app)
 
