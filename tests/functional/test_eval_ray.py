@@ -167,9 +167,21 @@ def test_the_shard_command_line_carries_no_secret_and_absolute_paths(tmp_path: P
 
     args = build_parser().parse_args(["eval", "run", "-b", "gsm8k", "--model-url", "http://h/v1", "--model-id", "m",
                                       "--api-key", "sk-secret", "--stop", "END", "--problem-range", "3:9",
-                                      "--engine", "ray", "--shards", "3"])
+                                      "--engine", "ray", "--shards", "3", "--sandbox", "docker"])
     argv = shard_argv(args, tmp_path / "nel.duckdb", tmp_path)
     assert "sk-secret" not in " ".join(argv) and "--api-key" not in argv
     assert argv[argv.index("--problem-range") + 1] == "3:9" and argv[argv.index("--stop") + 1] == "END"
+    assert argv[argv.index("--sandbox") + 1] == "docker"  # every flag of the run reaches every shard
     assert "--engine" not in argv and "--shards" not in argv and argv[-1] == "--no-progress"
     assert task_env({"NEMO_API_KEY": "sk-secret"})["NEMO_API_KEY"] == "sk-secret"
+
+
+def test_local_shard_workers_get_every_flag_of_the_run(tmp_path: Path) -> None:
+    from workbench.cli import build_parser
+    from workbench.cli.eval_workers import build_request
+
+    args = build_parser().parse_args(["eval", "run", "-b", "humaneval", "--model-url", "http://h/v1", "--model-id",
+                                      "m", "--shards", "2", "--sandbox", "local", "--temperature", "0.5",
+                                      "--store", str(tmp_path / "nel.duckdb")])
+    argv = build_request(args).argv()
+    assert argv[argv.index("--sandbox") + 1] == "local" and argv[argv.index("--temperature") + 1] == "0.5"

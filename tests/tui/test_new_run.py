@@ -25,8 +25,8 @@ pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(120)]
 async def fill(pilot: Pilot[object], **values: str) -> None:
     screen = pilot.app.screen
     for field, value in values.items():
-        if field == "bench":
-            screen.query_one("#bench", Select).value = value
+        if field in ("bench", "sandbox"):
+            screen.query_one(f"#{field}", Select).value = value
         else:
             screen.query_one(f"#{field}", Input).value = value
     await pilot.pause()
@@ -69,13 +69,30 @@ class TestNewRun:
             assert isinstance(app.screen, RunsScreen)
         assert Store(store).rows("SELECT count(*) FROM steps")[0][0] == 30
 
+    async def test_a_code_benchmark_runs_with_the_sandbox_chosen_in_the_form(self, tmp_path: Path) -> None:
+        store = tmp_path / "nel.duckdb"
+        app = NelApp(store)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await settle(pilot)
+            await pilot.press("n")
+            await pilot.press("ctrl+o")
+            await fill(pilot, bench="humaneval", sandbox="local", repeats="1", max_problems="4")
+            await pilot.press("ctrl+s")
+            await wait_for(pilot, lambda: isinstance(app.screen, LiveScreen))
+            live = app.screen
+            assert isinstance(live, LiveScreen)
+            await wait_for(pilot, lambda: live.snapshot is not None and live.snapshot.run.status == "complete")
+        rows = Store(store).rows("SELECT count(*), count(DISTINCT scoring_details->>'sandbox') FROM steps")
+        assert rows == [(4, 1)]
+
     async def test_stop_and_resume_from_the_live_view(self, tmp_path: Path) -> None:
         store = tmp_path / "nel.duckdb"
         app = NelApp(store)
         async with app.run_test(size=(100, 30)) as pilot:
             await settle(pilot)
             await pilot.press("n", "ctrl+o")
-            await fill(pilot, repeats="1", max_problems="40", max_concurrent="1", mock_latency_ms="100")
+            # 40 steps one at a time, 300 ms each: 12 s of run, so a loaded machine still sees it running at "x"
+            await fill(pilot, repeats="1", max_problems="40", max_concurrent="1", mock_latency_ms="300")
             await pilot.press("ctrl+s")
             await wait_for(pilot, lambda: isinstance(app.screen, LiveScreen))
             live = app.screen
@@ -114,6 +131,8 @@ class TestFormMistakes:
          "mock_latency_ms: applies to the built-in mock model only"),
         ({"config": "/nonexistent/suite.yaml"}, "config: /nonexistent/suite.yaml: no such file"),
         ({"config": "x.yaml", "bench": "gsm8k"}, "config: give a config file or a benchmark"),
+        ({"bench": "humaneval", "model_url": "mock", "model_id": "m"},
+         "sandbox: humaneval runs each attempt in a sandbox: choose docker or local"),
     ])
     async def test_a_bad_form_says_which_field(self, tmp_path: Path, values: dict[str, str], message: str) -> None:
         app = NelApp(tmp_path / "nel.duckdb")

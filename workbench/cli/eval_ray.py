@@ -19,7 +19,7 @@ _VALUE_FLAGS = (
     ("model_id", "--model-id"), ("protocol", "--protocol"), ("system_prompt", "--system-prompt"),
     ("temperature", "--temperature"), ("top_p", "--top-p"), ("max_tokens", "--max-tokens"), ("seed", "--seed"),
     ("request_timeout", "--request-timeout"), ("max_retries", "--max-retries"),
-    ("max_concurrent", "--max-concurrent"), ("run_id", "--run-id"),
+    ("max_concurrent", "--max-concurrent"), ("run_id", "--run-id"), ("sandbox", "--sandbox"),
 )
 
 

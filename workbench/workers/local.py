@@ -164,7 +164,7 @@ def launch(request: RunRequest) -> LaunchState:
 
         load_config(request.config, request.config_overrides())  # its mistakes now, named by file:line
     else:
-        _check_benchmark(str(request.bench))
+        _check_benchmark(str(request.bench), request.sandbox)
     if request.config is None and request.run_id is None:
         from workbench.engine.identity import new_run_id  # the engine package is heavy: only when launching
 
@@ -179,9 +179,9 @@ def launch(request: RunRequest) -> LaunchState:
     return _start_supervisor(state)
 
 
-def _check_benchmark(name: str) -> None:
-    """A built-in or registered benchmark, or a BYOB ``.py`` file that exists."""
-    from workbench.environments import benchmark_names
+def _check_benchmark(name: str, sandbox: str | None = None) -> None:
+    """A built-in or registered benchmark, or a BYOB ``.py`` file that exists; with a sandbox if it needs one."""
+    from workbench.environments import benchmark_names, get_environment
 
     if "://" in name:  # a remote (gym://) environment: its URL was checked where it was given
         return
@@ -190,6 +190,8 @@ def _check_benchmark(name: str) -> None:
             raise UsageError(f"bench: {name}: no such file")
     elif name not in benchmark_names():
         raise UsageError(f"bench: unknown benchmark {name!r}; known: {', '.join(benchmark_names())}")
+    elif sandbox is None and get_environment(name).requires_sandbox:
+        raise UsageError(f"sandbox: {name} runs each attempt in a sandbox: choose docker or local")
 
 
 def resume(store: Path, run_id: str) -> LaunchState:

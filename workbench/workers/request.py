@@ -36,6 +36,8 @@ class RunRequest:
     max_concurrent: int | None = None
     shards: int = 1
     run_id: str | None = None
+    sandbox: str | None = None
+    """``docker`` or ``local``: a sandbox per attempt, for benchmarks that run code or give an agent tools."""
     mock_latency_ms: float = 0.0
     extra_args: tuple[str, ...] = ()
     """More ``nel eval run`` arguments, passed on as given (model settings from the command line, a config
@@ -52,7 +54,7 @@ class RunRequest:
                 raise UsageError("config: give a config file or a benchmark with a model, not both")
             if not self.config.is_file():
                 raise UsageError(f"config: {self.config}: no such file")
-            for name in ("run_id", "repeats", "max_problems", "max_concurrent"):
+            for name in ("run_id", "repeats", "max_problems", "max_concurrent", "sandbox"):
                 if getattr(self, name) is not None:
                     raise UsageError(f"{name}: set it in the config file (or -O), not beside one")
         else:
@@ -69,6 +71,8 @@ class RunRequest:
                 raise UsageError(f"{name}: must be at least 1, got {value}")
         if self.max_concurrent is not None and self.max_concurrent < 1:
             raise UsageError(f"max_concurrent: must be at least 1, got {self.max_concurrent}")
+        if self.sandbox not in (None, "docker", "local"):
+            raise UsageError(f"sandbox: expected docker or local, got {self.sandbox!r}")
         if not 1 <= self.shards <= MAX_SHARDS:
             raise UsageError(f"shards: must be within 1..{MAX_SHARDS}, got {self.shards}")
         if self.mock_latency_ms < 0:
@@ -93,6 +97,8 @@ class RunRequest:
             args += ["--max-problems", str(self.max_problems)]
         if self.run_id is not None:
             args += ["--run-id", self.run_id]
+        if self.sandbox is not None:
+            args += ["--sandbox", self.sandbox]
         args += [*self.extra_args, "--store", str(self.store), "--no-progress"]
         return [*args, "--resume"] if resume else args
 

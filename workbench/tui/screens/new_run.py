@@ -81,6 +81,10 @@ class NewRunScreen(NelScreen):
             yield Input(placeholder="64 requests in flight", id="max_concurrent", type="integer", compact=True)
             yield Label("shards")
             yield Input("1", placeholder="worker processes", id="shards", type="integer", compact=True)
+            yield Label("sandbox")
+            yield Select([("docker (a container per attempt)", "docker"),
+                          ("local (a subprocess: weaker isolation)", "local")],
+                         id="sandbox", prompt="none (code and agent benchmarks need one)", compact=True)
             yield Label("mock latency ms")
             yield Input(placeholder="0 (with the mock model only)", id="mock_latency_ms", type="number",
                         compact=True)
@@ -119,6 +123,7 @@ class NewRunScreen(NelScreen):
             config=Path(config).expanduser() if config else None,
             repeats=numbers["repeats"], max_problems=numbers["max_problems"],
             max_concurrent=numbers["max_concurrent"], shards=1 if numbers["shards"] is None else numbers["shards"],
+            sandbox=None if (box := self.query_one("#sandbox", Select)).is_blank() else str(box.value),
             mock_latency_ms=latency,
         )
         request.validate()
