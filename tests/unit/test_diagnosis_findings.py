@@ -181,6 +181,14 @@ def test_a_large_share_of_format_errors_is_behavioural() -> None:
     assert "6 attempts on 4 tasks" in f.detail and "#3" in f.detail
 
 
+def test_agents_running_out_of_turns_are_behavioural() -> None:
+    dives = (make_dive(5, [("done", True), (None, False)], category="max_turns_exhausted"),)
+    p = make_profile(failures=(FailureCount("max_turns_exhausted", 5, 0.5, 3), FailureCount("wrong", 5, 0.5, 4)))
+    [f] = run_findings(make_run(p, sometimes=dives))
+    assert (f.rule, f.category, f.task_idx) == ("run.turns_exhausted", "behavioural_issue", (5,))
+    assert "max_turns" in f.title and "step_tool_calls" in f.suggestion
+
+
 @pytest.mark.parametrize(("n", "share"), [(2, 0.9), (6, 0.1)])
 def test_format_errors_below_either_threshold_are_not_a_finding(n: int, share: float) -> None:
     p = make_profile(failures=(FailureCount("format_error", n, share, n),))

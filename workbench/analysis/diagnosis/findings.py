@@ -105,6 +105,10 @@ _ANSWER_FAILURES = (
                    "empty responses",
                    "Check max_tokens, stop sequences and reasoning/content splitting in the harness: empty "
                    "answers usually come from the request, not from the model's knowledge."),
+    _AnswerFailure("max_turns_exhausted", "behavioural_issue", "run.turns_exhausted", "shift.turns_exhausted_spike",
+                   "agents out of turns (still calling tools at max_turns)",
+                   "Read the cited transcripts (step_tool_calls): an agent repeating the same call needs to be told "
+                   "when to stop; raise max_turns only where it was still making progress."),
 )
 
 
