@@ -3,7 +3,9 @@ its own container, and no container left behind when the run is interrupted with
 
 from __future__ import annotations
 
+import contextlib
 import signal
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -76,3 +78,35 @@ def test_ctrl_c_leaves_no_container_behind(docker_image: str, slow_mock: MockHan
     assert proc.returncode == 130, err
     assert "interrupted" in err
     assert sandbox_containers() == []
+
+
+def test_sandbox_clean_removes_what_a_killed_run_left_and_nothing_of_a_live_one(
+    docker_image: str, tmp_path: Path
+) -> None:
+    import os
+    import socket
+
+    import docker
+
+    host = socket.gethostname()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    client = docker.from_env()
+    made: dict[str, str] = {}
+    try:
+        made = {
+            owner: client.containers.create(docker_image, command=["true"],
+                                            labels={"nel.sandbox": "1", "nel.sandbox.owner": owner}).id
+            for owner in (f"{host}-{dead.pid}-deadbeef", f"{host}-{os.getpid()}-live0000")
+        }
+        proc = nel("sandbox", "clean", cwd=tmp_path)
+        assert_ok(proc)
+        assert "removed 1 leftover" in proc.stdout
+        left = {c["Labels"]["nel.sandbox.owner"] for c in
+                client.api.containers(all=True, filters={"label": "nel.sandbox"})}
+        assert left == {f"{host}-{os.getpid()}-live0000"}
+    finally:
+        for container_id in made.values():
+            with contextlib.suppress(docker.errors.NotFound):
+                client.api.remove_container(container_id, force=True, v=True)
+        client.close()
