@@ -108,10 +108,10 @@ def main() -> None:
             build_big_shards(mock.base_url, store, args.merge_steps)
             built = time.perf_counter() - start
         start = time.perf_counter()
-        report = ingest(store)
+        report = ingest(store, bulk=True)  # what `nel eval merge` runs
         merge_s = time.perf_counter() - start
         start = time.perf_counter()
-        again = ingest(store)
+        again = ingest(store, bulk=True)
         again_s = time.perf_counter() - start
         total = Store(store).rows("SELECT count(*) FROM steps")[0][0]
         print(f"merge 2 x {args.merge_steps:,} steps (built in {built:.1f} s):")

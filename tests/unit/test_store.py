@@ -362,3 +362,28 @@ def test_an_agents_tool_calls_read_back_one_row_each_in_order(tmp_path):
             "SELECT task_idx, turn, name, exit_code, error FROM step_tool_calls ORDER BY task_idx, turn, call_id")
         assert rows == [(0, 1, "bash", 0, None), (0, 2, "bash", 1, None), (0, 2, "file_write", None, "timeout")]
         ingest(store)
+
+
+def test_segments_written_before_a_column_existed_merge_with_it_empty(tmp_path):
+    """A shard written by an older nel (no ``turns`` column) still reads live and merges."""
+    store = tmp_path / "nel.duckdb"
+    w = writer(store, roll_every=2)
+    for idx in range(2):
+        for rep in range(2):
+            w.append(step(idx, rep))
+    w.finish("complete")
+    for segment in w.dir.step_segments():
+        con = duckdb.connect()
+        con.execute(f"COPY (SELECT * EXCLUDE (turns) FROM read_parquet('{segment}')) TO '{segment}.old' "
+                    "(FORMAT parquet)")
+        con.close()
+        os.replace(f"{segment}.old", segment)
+    assert open_store(store).rows("SELECT count(*), count(turns) FROM steps") == [(4, 0)]
+    assert ingest(store, bulk=True).steps_added == 4
+    assert open_store(store).rows("SELECT count(*), count(turns) FROM steps") == [(4, 0)]
+
+
+def test_a_merge_memory_budget_that_is_not_a_size_is_named(tmp_path, monkeypatch):
+    monkeypatch.setenv("NEL_MERGE_MEMORY", "lots")
+    with pytest.raises(UsageError, match="NEL_MERGE_MEMORY"):
+        ingest(tmp_path / "nel.duckdb", bulk=True)

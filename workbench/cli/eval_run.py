@@ -307,7 +307,7 @@ def cmd_eval_merge(args: argparse.Namespace) -> int:
         if not src.exists() and not src.with_name(src.name + ".segments").exists():
             raise UsageError(f"{src}: nothing to merge here (no store and no shard segments)")
     target = resolve_store_path(args.store) if args.store else sources[0]
-    report = ingest(target, sources=sources)
+    report = ingest(target, sources=sources, bulk=True)
     print(f"merged into {target}: {report.steps_added} new steps from {report.shards_ingested} finished shards")
     for run_id, status in sorted(report.runs.items()):
         missing = report.missing_shards.get(run_id)

@@ -8,17 +8,20 @@ Metrics are never stored; the views recompute them from the steps.
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
 from workbench.errors import UsageError
 from workbench.store.columns import RUN_COLUMNS, SHARD_COLUMNS, STEP_COLUMNS, journal_read_sql, sql_string
-from workbench.store.database import connect_rw
+from workbench.store.database import MERGE_MEMORY_LIMIT, connect_rw
 from workbench.store.live import FINAL_SHARD_STATUSES, LiveShard, LiveState, run_row, scan
 
 
@@ -34,12 +37,25 @@ def _files_sql(paths: list[Path]) -> str:
     return "[" + ", ".join(sql_string(p) for p in paths) + "]"
 
 
+_NO_STEPS = "SELECT " + ", ".join(f"CAST(NULL AS {kind}) AS {name}" for name, kind in STEP_COLUMNS.items()) + \
+    " WHERE false"
+"""Every step column, typed, and no row: joined BY NAME onto segments written by an older nel (before a
+column such as ``turns`` existed), it gives them the missing columns as NULL."""
+
+
+def segments_sql(segments: list[Path]) -> str:
+    """The steps of Parquet ``segments`` in the current column layout, whichever nel wrote them."""
+    cols = ", ".join(STEP_COLUMNS)
+    return (f"SELECT {cols} FROM (SELECT * FROM read_parquet({_files_sql(segments)}, union_by_name = true) "
+            f"UNION ALL BY NAME {_NO_STEPS})")
+
+
 def live_steps_sql(segments: list[Path], journals: list[Path]) -> str | None:
     """One SELECT over segment and journal files, deduplicated on the step key."""
     parts = []
     cols = ", ".join(STEP_COLUMNS)
     if segments:
-        parts.append(f"SELECT {cols} FROM read_parquet({_files_sql(segments)}, union_by_name = true)")
+        parts.append(segments_sql(segments))
     if journals:
         parts.append(journal_read_sql(_files_sql(journals)))
     if not parts:
@@ -76,15 +92,19 @@ def _insert_rows(con: duckdb.DuckDBPyConnection, table: str, columns: tuple[str,
     )
 
 
-def ingest(store: Path, sources: list[Path] | None = None) -> IngestReport:
+def ingest(store: Path, sources: list[Path] | None = None, *, bulk: bool = False) -> IngestReport:
     """Ingest the live segments of ``store`` (and of other ``sources`` stores) into ``store``.
 
     The segments are listed only once the write lock is held, and finished shards are
     deleted before it is released, so two ingests racing on the same shards never read
     files the other removed. A running shard may roll a journal into a segment while
     it is read; that attempt is rolled back and made again on a fresh listing.
+
+    ``bulk``: a merge that runs on its own copies shards with two threads and
+    ``MERGE_MEMORY_LIMIT``; the engine's end-of-run ingest, beside a finished run, stays lean.
     """
-    done, added = _ingest_segments_in_batches(store, sources)
+    budget = {"memory_limit": merge_memory(), "threads": 2} if bulk else {}
+    done, added = _ingest_segments_in_batches(store, sources, budget)
     con = connect_rw(store)
     try:
         for attempt in range(_VANISHED_RETRIES):
@@ -99,6 +119,16 @@ def ingest(store: Path, sources: list[Path] | None = None) -> IngestReport:
         raise AssertionError("unreachable")
     finally:
         con.close()
+
+
+def merge_memory() -> str:
+    """The merge's DuckDB memory budget: ``$NEL_MERGE_MEMORY`` (checked) or ``MERGE_MEMORY_LIMIT``."""
+    value = os.environ.get("NEL_MERGE_MEMORY", "").strip()
+    if not value:
+        return MERGE_MEMORY_LIMIT
+    if not re.fullmatch(r"\d+(\.\d+)?\s*(KB|MB|GB|KiB|MiB|GiB)", value, flags=re.IGNORECASE):
+        raise UsageError(f"NEL_MERGE_MEMORY: expected a size such as 512MB or 2GB, got {value!r}")
+    return value
 
 
 _VANISHED_RETRIES = 5
@@ -116,7 +146,8 @@ def _insert_steps_from(con: duckdb.DuckDBPyConnection, select: str | None) -> in
     return int(row[0]) if row else 0
 
 
-def _ingest_segments_in_batches(store: Path, sources: list[Path] | None) -> tuple[set[Path], int]:
+def _ingest_segments_in_batches(store: Path, sources: list[Path] | None,
+                                budget: dict[str, Any]) -> tuple[set[Path], int]:
     """Insert the steps of every Parquet segment present now; return those done and the rows added.
 
     A shard none of whose steps are in the store yet (the common case: a merge after the shards
@@ -130,7 +161,7 @@ def _ingest_segments_in_batches(store: Path, sources: list[Path] | None) -> tupl
     for shard in _snapshot(store, sources).shards:
         if not shard.segments:
             continue
-        con = connect_rw(store)
+        con = connect_rw(store, **budget)
         try:
             if _shard_has_steps(con, shard):
                 added += _insert_segments_skipping_present(con, store, shard.segments, done)
@@ -153,13 +184,12 @@ def _shard_has_steps(con: duckdb.DuckDBPyConnection, shard: LiveShard) -> bool:
 
 
 def _copy_fresh_shard(con: duckdb.DuckDBPyConnection, store: Path, shard: LiveShard, done: set[Path]) -> int:
-    cols = ", ".join(STEP_COLUMNS)
     key = [shard.run["run_id"], shard.shard["problem_start"], shard.shard["problem_end"]]
     con.execute("BEGIN TRANSACTION")
     try:
         for start in range(0, len(shard.segments), _SEGMENTS_PER_STATEMENT):
             batch = shard.segments[start : start + _SEGMENTS_PER_STATEMENT]
-            con.execute(f"INSERT INTO steps SELECT {cols} FROM read_parquet({_files_sql(batch)}, union_by_name = true)")
+            con.execute(f"INSERT INTO steps {segments_sql(batch)}")
         con.execute(
             "DELETE FROM steps WHERE rowid IN (SELECT rowid FROM (SELECT rowid, row_number() OVER ("
             "PARTITION BY task_idx, repeat ORDER BY started_at) AS n FROM steps "

@@ -185,7 +185,7 @@ def run_shards_on_ray(job: RayJob, *, secrets: Mapping[str, str] | None = None,
             ray.shutdown()
     result = RayResult(sorted(outcomes, key=lambda o: o.idx))
     if not result.failed and job.shards > 1:
-        result.merge = ingest(job.store)
+        result.merge = ingest(job.store, bulk=True)
         from workbench.analysis.artifacts import export_run
 
         for run_id, status in sorted(result.merge.runs.items()):
