@@ -110,3 +110,15 @@ def test_sandbox_clean_removes_what_a_killed_run_left_and_nothing_of_a_live_one(
             with contextlib.suppress(docker.errors.NotFound):
                 client.api.remove_container(container_id, force=True, v=True)
         client.close()
+
+
+def test_a_missing_image_is_named_before_any_run_starts(docker_image: str, mock: MockHandle, tmp_path: Path) -> None:
+    config = tmp_path / "suite.yaml"
+    config.write_text(f'services:\n  m: {{url: "{mock.base_url}", model: nel-mock}}\nbenchmarks:\n'
+                      f'  - name: humaneval\n    sandbox: {{type: docker, image: "nel-missing:x"}}\n'
+                      f'output: {{dir: "{tmp_path / "out"}"}}\n')
+    proc = nel("eval", "run", str(config), "--no-progress", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "sandbox.image: 'nel-missing:x' is not in the local Docker engine" in proc.stderr
+    assert "nel sandbox image --image nel-missing:x" in proc.stderr
+    assert not (tmp_path / "out" / "nel.duckdb").exists() and "starting run" not in proc.stderr

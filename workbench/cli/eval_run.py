@@ -168,6 +168,7 @@ def execute_run(
         from workbench.sandbox import open_sandboxes
 
         async with open_sandboxes(sandbox) as sandboxes:
+            await sandboxes.preflight()
             return await evaluate(Sandboxed(env, sandboxes, tools=tools is not None and sandbox_tools,
                                             response_mode=tools.response_mode if tools else "final_message"))
 

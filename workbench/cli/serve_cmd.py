@@ -39,6 +39,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from workbench.sandbox import SandboxSpec, open_sandboxes
 
         sandboxes = open_sandboxes(SandboxSpec(type=args.sandbox, concurrency=args.sandbox_concurrency))
+        import asyncio
+
+        asyncio.run(sandboxes.preflight())  # no image, no engine: one line now, not a 503 per request
     elif env.requires_sandbox:  # its /verify would refuse every request: say so now, not per request
         reason = f"{env.name}: each response is verified in a sandbox of its own"
         if args.export_data:

@@ -83,6 +83,9 @@ class Sandboxes(ABC):
     def _open(self) -> AbstractAsyncContextManager[Sandbox]:
         """A context that creates one sandbox and removes (or recycles) it, even when cancelled."""
 
+    async def preflight(self) -> None:  # noqa: B027  (a backend with nothing to check keeps this one)
+        """Fail fast, before a run is created, when no sandbox could start at all (``UsageError``)."""
+
     async def close(self) -> None:
         """Remove every sandbox this provider created; safe to call twice."""
         self._closed = True

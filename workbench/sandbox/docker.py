@@ -140,6 +140,21 @@ class DockerSandboxes(Sandboxes):
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._threads, functools.partial(fn, *args, **kwargs))
 
+    async def preflight(self) -> None:
+        """The engine answers and has the image: checked before a run starts, not on its first attempt."""
+        await self.call(self._check_image)
+
+    def _check_image(self) -> None:
+        from docker.errors import DockerException, ImageNotFound
+
+        try:
+            self._client.images.get(self.spec.image)
+        except ImageNotFound:
+            raise UsageError(f"sandbox.image: {self.spec.image!r} is not in the local Docker engine; build it with "
+                             f"`nel sandbox image --image {self.spec.image}` (see docs/sandbox.md)") from None
+        except DockerException as exc:
+            raise UsageError(f"sandbox.type docker: cannot reach the Docker engine ({exc})") from None
+
     def _open(self) -> AbstractAsyncContextManager[Sandbox]:
         return self._pooled() if self.spec.mode == "pool" else self._fresh()
 
