@@ -290,6 +290,13 @@ class TestLoadRun:
         assert data.attempts["reward"].to_list() == [0.5, 0.25, 0.25, 0.5, 0.25, 0.25]
         assert not data.attempts["passed"].any()
 
+    def test_a_folder_named_like_the_run_without_an_export_does_not_hide_it(self, store, tmp_path, monkeypatch):
+        monkeypatch.chdir(tmp_path)
+        (tmp_path / RUN).mkdir()  # e.g. the run's output folder, not exported
+        assert load_run(RUN, store=store).source == f"store:{store}#{RUN}"
+        with pytest.raises(UsageError, match="no eval-"):
+            load_run(RUN)  # without a store, the folder is what was meant
+
     def test_unknown_run_and_metric_are_usage_errors(self, store):
         with pytest.raises(UsageError, match="no run 'nope'"):
             load_run("nope", store=store)

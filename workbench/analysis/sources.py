@@ -70,13 +70,20 @@ def load_run(source: str, *, store: Path | None = None, metric: str | None = Non
         UsageError: an unknown run or metric, a directory without (or with several) bundles, no store.
     """
     path = Path(source)
-    if path.is_dir() or path.is_file():
+    exported = path.is_file() or (path.is_dir() and any(path.glob("eval-*.json")))
+    if exported or (path.is_dir() and store is None):
         return _load_export(_bundle_path(path), metric)
+    # A directory with no export in it that happens to share the run's name (say, the run's own output folder
+    # before export) does not hide the run in the store.
+    where = "a directory with no eval-*.json" if path.is_dir() else "no such directory"
     if store is None:
-        raise UsageError(f"{source}: no such directory, and no store given to look up a run in")
+        raise UsageError(f"{source}: {where}, and no store given to look up a run in")
     store_file = resolve_store_path(store)
     if not store_file.exists() and not segments_root(store_file).is_dir():
-        raise UsageError(f"{source}: no such directory, and no store at {store_file} to look up a run in")
+        raise UsageError(f"{source}: {where}, and no store at {store_file} to look up a run in")
+    if path.is_dir() and source not in open_store(store_file).runs()["run_id"].to_list():
+        raise UsageError(f"{source}: {where} (write one with `nel eval export RUN -o {source}`), and no run by "
+                         f"that name in {store_file}")
     return _load_store(open_store(store_file), source, metric)
 
 
