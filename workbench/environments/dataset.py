@@ -151,19 +151,26 @@ class DatasetEnvironment(EvalEnvironment):
         }
 
 
+def json_object_line(path: Path, lineno: int, line: bytes) -> dict[str, Any] | None:
+    """One JSONL line as an object (``None`` for a blank line); a bad line is an error naming file and line."""
+    if not line.strip():
+        return None
+    try:
+        row = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        raise UsageError(f"{path}:{lineno}: not valid JSON ({exc})") from None
+    if not isinstance(row, dict):
+        raise UsageError(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
+    return row
+
+
 def read_jsonl_rows(path: Path, data: bytes) -> list[tuple[int, dict[str, Any]]]:
     """``(line number, row)`` for each non-blank line; a bad line is an error naming file and line."""
     rows = []
     for lineno, line in enumerate(data.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            raise UsageError(f"{path}:{lineno}: invalid JSON: {exc}") from None
-        if not isinstance(row, dict):
-            raise UsageError(f"{path}:{lineno}: each line must be a JSON object")
-        rows.append((lineno, row))
+        row = json_object_line(path, lineno, line)
+        if row is not None:
+            rows.append((lineno, row))
     return rows
 
 

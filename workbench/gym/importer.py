@@ -28,6 +28,7 @@ import orjson
 
 from workbench import __version__
 from workbench.engine.identity import identity_diff, identity_hash
+from workbench.environments.dataset import json_object_line
 from workbench.errors import UsageError
 from workbench.model.failures import classify_answer
 from workbench.store.ingest import ingest
@@ -80,15 +81,9 @@ def _rows(path: Path, digest: Any = None) -> Iterator[tuple[int, dict[str, Any]]
         for line_no, line in enumerate(fh, 1):
             if digest is not None:
                 digest.update(line)
-            if not line.strip():
-                continue
-            try:
-                row = orjson.loads(line)
-            except orjson.JSONDecodeError as exc:
-                raise UsageError(f"{path}:{line_no}: not valid JSON ({exc})") from None
-            if not isinstance(row, dict):
-                raise UsageError(f"{path}:{line_no}: expected a JSON object, got {type(row).__name__}")
-            yield line_no, row
+            row = json_object_line(path, line_no, line)
+            if row is not None:
+                yield line_no, row
 
 
 def _index(row: Mapping[str, Any], keys: tuple[str, ...], where: str) -> int | None:
