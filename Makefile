@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: install demo test lint perf clean gym system
+.PHONY: install demo test lint perf chaos clean gym system
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV) || (apt-get update -q && apt-get install -y -q python3-venv && $(PYTHON) -m venv $(VENV))
@@ -64,6 +64,11 @@ perf: install
 	$(BIN)/python tests/perf/bench_serve.py
 	$(BIN)/python tests/perf/bench_shards.py
 	$(BIN)/python tests/perf/bench_sandbox.py
+	$(BIN)/python tests/perf/bench_serve_hostile.py
+
+# The store's promises under kill -9 and concurrent writers (a few minutes; not part of make test).
+chaos: install
+	$(BIN)/python tests/chaos/chaos_store.py
 
 clean:
 	rm -rf $(VENV) $(GYM_VENV) nel-results nel-demo .pytest_cache .mypy_cache .ruff_cache

@@ -1,4 +1,5 @@
--- nel workbench store, schema version 2 (2 added steps.scores; version 1 stores are migrated on open).
+-- nel workbench store, schema version 4 (2 added steps.scores, 3 steps.turns, 4 steps.attempt and superseded_steps;
+-- older stores are migrated when next opened for writing, and read as they are).
 -- The public contract of the store: every front end (CLI, TUI, notebooks, `duckdb` itself) reads these
 -- tables and the views in views.sql. Steps are append-only; a step is one attempt at one task.
 
@@ -6,7 +7,7 @@ CREATE TABLE IF NOT EXISTS nel_meta (
     key   VARCHAR PRIMARY KEY,
     value VARCHAR NOT NULL
 );
-INSERT OR IGNORE INTO nel_meta VALUES ('schema_version', '3');
+INSERT OR IGNORE INTO nel_meta VALUES ('schema_version', '4');
 
 -- One row per evaluation run. `identity` holds everything that changes answers (model, endpoint,
 -- protocol, sampling parameters, system prompt, benchmark and data hash, repeats, problem range);
@@ -114,5 +115,13 @@ CREATE TABLE IF NOT EXISTS steps (
     -- An agent's transcript, turn by turn (the tool-calling solver): [{turn, model: {latency_ms, tokens,
     -- finish_reason, ...}, text, tool_calls: [{id, name, arguments, output, truncated, exit_code, error,
     -- latency_ms}]}]; NULL for a single model call. The step_tool_calls view has one row per tool call.
-    turns             JSON
+    turns             JSON,
+    -- How many earlier attempts at this (task, repeat) were superseded: 0, unless `--resume --retry-errors`
+    -- attempted again a step that had ended in a transport or server failure (the earlier record is kept in
+    -- superseded_steps). NULL in steps written before schema version 4: read it as 0.
+    attempt           INTEGER
 );
+
+-- Earlier attempts replaced by a retry (`nel eval run --resume --retry-errors`): the same columns as steps, and
+-- when the retry replaced them. `steps` keeps one row per (run_id, task_idx, repeat): the latest attempt.
+CREATE TABLE IF NOT EXISTS superseded_steps AS SELECT *, CAST(NULL AS TIMESTAMP) AS superseded_at FROM steps LIMIT 0;

@@ -1,13 +1,14 @@
 -- Views over the tables in schema.sql. The same text is applied to the database file and to the
 -- live view that `nel sql`, the TUI and `workbench.open_store` build over in-progress runs.
--- Statistics here are the spine's: per-task Wilson intervals, and pass@1 with a Student-t interval
--- on the across-task standard error (repeats reduced per task first), the same interval as
--- workbench.stats.mean_with_ci. workbench.stats holds the rest.
+-- Statistics here are the spine's: per-task Wilson intervals, and pass@1 / mean reward across tasks
+-- (repeats reduced per task first) with the interval of workbench.stats.bounds.bounded_mean: Wilson
+-- when every task scored 0 or 1, else Student t on the across-task standard error, cut to [0, 1] and
+-- never narrower than the zero-spread floor (the unit_mean_* macros). workbench.stats holds the rest.
 
--- Failures of the exchange itself (no answer came back); the other categories are answers
--- that failed (empty, refusal, no final answer). workbench.model.failures.ERROR_CATEGORIES.
+-- Attempts that reached no verdict: the exchange failed (no answer came back) or the scorer raised; the other
+-- categories are answers that failed (empty, refusal, no final answer). workbench.model.failures.ERROR_CATEGORIES.
 CREATE OR REPLACE MACRO is_error_category(category) AS
-    category IN ('rate_limit', 'timeout', 'server_error', 'context_window', 'model_error');
+    category IN ('rate_limit', 'timeout', 'server_error', 'context_window', 'model_error', 'scorer_error');
 
 -- The 97.5 % quantile of Student's t with `df` degrees of freedom (two-sided 95 % intervals):
 -- exact values up to df = 7, then the Cornish-Fisher expansion in 1/df to the 4th order, its
@@ -26,7 +27,61 @@ CREATE OR REPLACE MACRO t_quantile_975(df) AS
             + 2.555849679507722::DOUBLE / df ^ 3 + 1.5895340533938225::DOUBLE / df ^ 4
     END;
 
--- Per task of each run: attempts, passes, Wilson 95 % interval and outcome bucket.
+-- Wilson score 95 % bounds of a proportion `p` over `n` trials (workbench.stats.wilson_interval).
+CREATE OR REPLACE MACRO wilson_low_95(p, n) AS
+    greatest(0.0, ((p + 1.959963984540054 ^ 2 / (2 * n))
+                   - 1.959963984540054 * sqrt(p * (1 - p) / n + 1.959963984540054 ^ 2 / (4 * n * n)))
+                  / (1 + 1.959963984540054 ^ 2 / n));
+CREATE OR REPLACE MACRO wilson_high_95(p, n) AS
+    least(1.0, ((p + 1.959963984540054 ^ 2 / (2 * n))
+                + 1.959963984540054 * sqrt(p * (1 - p) / n + 1.959963984540054 ^ 2 / (4 * n * n)))
+               / (1 + 1.959963984540054 ^ 2 / n));
+
+-- The 95 % interval of a mean of `n` per-task values in [0, 1] with standard error `se` (workbench.stats.
+-- bounds): Wilson's for the share of tasks at 1 when every value is 0 or 1 (`two_valued`); else the t
+-- interval cut to [0, 1] and widened to at least the zero-spread floor mean ∓ w·(distance to 0 or 1),
+-- w = z² / (n + z²); with one task, the floor alone. NULL without tasks.
+CREATE OR REPLACE MACRO unit_mean_low_95(mean, se, n, two_valued) AS
+    CASE
+        WHEN n IS NULL OR n = 0 THEN NULL
+        WHEN two_valued THEN wilson_low_95(mean, n)
+        WHEN n = 1 THEN mean * n / (n + 1.959963984540054 ^ 2)
+        ELSE least(greatest(0.0, mean - t_quantile_975(n - 1) * se), mean * n / (n + 1.959963984540054 ^ 2))
+    END;
+CREATE OR REPLACE MACRO unit_mean_high_95(mean, se, n, two_valued) AS
+    CASE
+        WHEN n IS NULL OR n = 0 THEN NULL
+        WHEN two_valued THEN wilson_high_95(mean, n)
+        WHEN n = 1 THEN 1 - (1 - mean) * n / (n + 1.959963984540054 ^ 2)
+        ELSE greatest(least(1.0, mean + t_quantile_975(n - 1) * se), 1 - (1 - mean) * n / (n + 1.959963984540054 ^ 2))
+    END;
+-- Which interval the two macros above gave (Estimate.method in workbench.stats).
+CREATE OR REPLACE MACRO unit_mean_method_95(mean, se, n, two_valued) AS
+    CASE
+        WHEN n IS NULL OR n = 0 THEN 'none'
+        WHEN two_valued THEN 'wilson'
+        WHEN n = 1 THEN 'zero-spread floor'
+        WHEN mean - t_quantile_975(n - 1) * se > mean * n / (n + 1.959963984540054 ^ 2)
+          OR mean + t_quantile_975(n - 1) * se < 1 - (1 - mean) * n / (n + 1.959963984540054 ^ 2)
+            THEN 't, widened to the zero-spread floor'
+        ELSE 't'
+    END;
+
+-- The tasks of each run: its run_tasks rows, and every problem index of its range without one (each shard
+-- lists only its own tasks, so a shard that never ran leaves its tasks out of run_tasks: they are tasks
+-- all the same, never attempted, with no task_id). The range is the run's tasks when its length is n_tasks,
+-- as for every engine run; an import with gaps in its indices lists every task it has.
+CREATE OR REPLACE VIEW run_task_list AS
+SELECT run_id, task_idx, task_id FROM run_tasks
+UNION ALL
+SELECT e.run_id, e.task_idx, NULL AS task_id
+FROM (SELECT run_id, unnest(range(problem_start, problem_end)) AS task_idx FROM runs
+      WHERE problem_end - problem_start = n_tasks) e
+ANTI JOIN run_tasks rt ON rt.run_id = e.run_id AND rt.task_idx = e.task_idx;
+
+-- Per task of each run: attempts, passes, errored attempts, Wilson 95 % interval and outcome bucket:
+-- always / sometimes / never pass, errored (attempted, and every attempt an error: is_error_category,
+-- no verdict; counted apart because it says nothing about the model), missing (never attempted).
 CREATE OR REPLACE VIEW task_stats AS
 WITH per_task AS (
     SELECT
@@ -51,30 +106,25 @@ WITH per_task AS (
         p.mean_reward,
         p.mean_tokens,
         p.mean_latency_ms,
-        CASE WHEN p.n > 0 THEN p.n_pass / p.n END AS pass_rate,
-        1.959963984540054 AS z
-    FROM run_tasks rt
+        CASE WHEN p.n > 0 THEN p.n_pass / p.n END AS pass_rate
+    FROM run_task_list rt
     LEFT JOIN per_task p USING (run_id, task_idx)
 )
 SELECT
     run_id, task_idx, task_id, n, n_pass, n_error, pass_rate, mean_reward, mean_tokens, mean_latency_ms,
-    CASE WHEN n > 0 THEN
-        greatest(0.0, ((pass_rate + z * z / (2 * n)) - z * sqrt(pass_rate * (1 - pass_rate) / n + z * z / (4 * n * n)))
-                      / (1 + z * z / n))
-    END AS wilson_low,
-    CASE WHEN n > 0 THEN
-        least(1.0, ((pass_rate + z * z / (2 * n)) + z * sqrt(pass_rate * (1 - pass_rate) / n + z * z / (4 * n * n)))
-                   / (1 + z * z / n))
-    END AS wilson_high,
+    CASE WHEN n > 0 THEN wilson_low_95(pass_rate, n) END AS wilson_low,
+    CASE WHEN n > 0 THEN wilson_high_95(pass_rate, n) END AS wilson_high,
     CASE
         WHEN n = 0 THEN 'missing'
+        WHEN n_error = n THEN 'errored'
         WHEN n_pass = n THEN 'always'
         WHEN n_pass = 0 THEN 'never'
         ELSE 'sometimes'
     END AS bucket
 FROM wilson;
 
--- One row per run: coverage, pass@1 with a 95 % interval, errors, tokens and latency percentiles.
+-- One row per run: coverage, pass@1 with a 95 % interval (and its method), task buckets, errors, tokens
+-- and latency percentiles.
 CREATE OR REPLACE VIEW run_metrics AS
 WITH per_run_tasks AS (
     SELECT
@@ -83,10 +133,12 @@ WITH per_run_tasks AS (
         count(*) FILTER (WHERE n > 0)                   AS n_tasks_attempted,
         avg(pass_rate)                                  AS pass_at_1,
         stddev_samp(pass_rate) / sqrt(count(pass_rate)) AS pass_at_1_se,
-        t_quantile_975(count(pass_rate) - 1)            AS pass_at_1_t,
+        count(pass_rate)                                AS pass_at_1_n,
+        bool_and(pass_rate IN (0, 1))                   AS two_valued,
         count(*) FILTER (WHERE bucket = 'always')       AS n_always,
         count(*) FILTER (WHERE bucket = 'sometimes')    AS n_sometimes,
         count(*) FILTER (WHERE bucket = 'never')        AS n_never,
+        count(*) FILTER (WHERE bucket = 'errored')      AS n_errored,
         count(*) FILTER (WHERE bucket = 'missing')      AS n_missing
     FROM task_stats
     GROUP BY run_id
@@ -115,9 +167,10 @@ SELECT
     t.n_tasks * r.n_repeats                  AS n_steps_expected,
     coalesce(s.n_pass, 0)                    AS n_pass,
     t.pass_at_1,
-    greatest(0.0, t.pass_at_1 - coalesce(t.pass_at_1_t * t.pass_at_1_se, 0)) AS pass_at_1_low,
-    least(1.0, t.pass_at_1 + coalesce(t.pass_at_1_t * t.pass_at_1_se, 0))    AS pass_at_1_high,
-    t.n_always, t.n_sometimes, t.n_never, t.n_missing,
+    unit_mean_low_95(t.pass_at_1, t.pass_at_1_se, t.pass_at_1_n, t.two_valued)    AS pass_at_1_low,
+    unit_mean_high_95(t.pass_at_1, t.pass_at_1_se, t.pass_at_1_n, t.two_valued)   AS pass_at_1_high,
+    unit_mean_method_95(t.pass_at_1, t.pass_at_1_se, t.pass_at_1_n, t.two_valued) AS pass_at_1_method,
+    t.n_always, t.n_sometimes, t.n_never, t.n_errored, t.n_missing,
     coalesce(s.n_errors, 0)                  AS n_errors,
     coalesce(s.n_failed, 0)                  AS n_failed,
     s.prompt_tokens, s.completion_tokens, s.total_tokens,
@@ -209,7 +262,8 @@ FROM steps s JOIN runs r USING (run_id)
 WHERE s.scores IS NULL;
 
 -- One row per run and metric: mean reward and pass rate over tasks (repeats reduced within each
--- task first) with the same Student-t 95 % interval as run_metrics' pass@1.
+-- task first) with a 95 % interval: run_metrics' pass@1 interval when every task's mean reward is in
+-- [0, 1], else the plain Student t one (none with one task).
 CREATE OR REPLACE VIEW run_scores AS
 WITH per_task AS (
     SELECT run_id, metric, task_idx,
@@ -225,13 +279,20 @@ WITH per_task AS (
            avg(mean_reward)                                     AS mean_reward,
            stddev_samp(mean_reward) / sqrt(count(mean_reward))  AS se,
            t_quantile_975(count(mean_reward) - 1)               AS t,
+           count(mean_reward)                                   AS n,
+           bool_and(mean_reward BETWEEN 0 AND 1)                AS unit,
+           bool_and(mean_reward IN (0, 1))                      AS two_valued,
            avg(pass_rate)                                       AS pass_rate
     FROM per_task
     GROUP BY run_id, metric
 )
 SELECT
     run_id, metric, n_tasks, n_steps, mean_reward,
-    mean_reward - coalesce(t * se, 0) AS mean_reward_low,
-    mean_reward + coalesce(t * se, 0) AS mean_reward_high,
-    pass_rate
+    CASE WHEN unit THEN unit_mean_low_95(mean_reward, se, n, two_valued) ELSE mean_reward - t * se END
+        AS mean_reward_low,
+    CASE WHEN unit THEN unit_mean_high_95(mean_reward, se, n, two_valued) ELSE mean_reward + t * se END
+        AS mean_reward_high,
+    pass_rate,
+    CASE WHEN unit THEN unit_mean_method_95(mean_reward, se, n, two_valued) WHEN n > 1 THEN 't' ELSE 'none' END
+        AS mean_reward_method
 FROM per_metric;

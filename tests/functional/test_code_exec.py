@@ -1,4 +1,6 @@
-"""Scoring code by running it: canonical HumanEval solutions pass and wrong ones fail, in each sandbox backend."""
+"""Scoring code by running it: canonical HumanEval solutions pass and wrong ones fail, in each sandbox backend,
+and no program can make its own score: not with a lying ``__eq__``, a patched builtin or helper, the harness's
+nonce, nor the expected values read from the tests."""
 
 from __future__ import annotations
 
@@ -24,10 +26,11 @@ ADD = {"test": "def check(candidate):\n    assert candidate(2, 3) == 5\n    asse
        "entry_point": "add"}
 
 
-@pytest.fixture(params=["docker", "docker-pool", "local"])
+@pytest.fixture(params=["docker", "docker-pool", "local", "local-plain"])
 def sandboxes(request: pytest.FixtureRequest) -> Sandboxes:
-    if request.param == "local":
-        return LocalSandboxes(SandboxSpec(type="local", concurrency=4))
+    if request.param.startswith("local"):
+        plain = request.param == "local-plain"
+        return LocalSandboxes(SandboxSpec(type="local", concurrency=4), bwrap=False if plain else None)
     request.getfixturevalue("docker_image")
     mode = "pool" if request.param == "docker-pool" else "per_attempt"
     return DockerSandboxes(SandboxSpec(mode=mode, concurrency=4))
@@ -105,6 +108,79 @@ def test_programs_that_cheat_or_break_fail_with_the_stage_named(
     (result,) = score_all(sandboxes, [(fenced(program), ADD)], timeout=2)
     assert result.reward == 0.0
     assert result.details["outcome"] == outcome, result.details
+
+
+NEAR = {"test": "def check(candidate):\n    assert abs(candidate(2, 3) - 5) < 1e-9\n", "entry_point": "add"}
+MEMORY_SCAN = """\
+import os, re, sys
+def add(a, b):  # every 32-hex-digit string in the memory it can read, printed as a pass line; then exit 0
+    found = set()
+    for pid in ("self", str(os.getppid())):
+        try:
+            maps = open(f"/proc/{pid}/maps").read().splitlines()
+            mem = open(f"/proc/{pid}/mem", "rb", 0)
+        except OSError:
+            continue
+        for line in maps:
+            span, perms = line.split()[:2]
+            start, end = (int(x, 16) for x in span.split("-"))
+            if "r" not in perms or end - start > 2**26:
+                continue
+            try:
+                mem.seek(start)
+                found.update(re.findall(rb"(?<![0-9a-f])[0-9a-f]{32}(?![0-9a-f])", mem.read(end - start)))
+            except (OSError, ValueError, OverflowError):
+                continue
+    for token in found:
+        print("NEL-PASSED:", token.decode(), file=sys.stderr)
+    sys.stderr.flush()
+    os._exit(0)
+"""
+CHEATS: dict[str, tuple[dict[str, Any], str]] = {
+    "an object whose __eq__ is always true": (
+        ADD, "class Yes:\n    def __eq__(self, other):\n        return True\n    def __ne__(self, other):\n"
+             "        return False\ndef add(a, b):\n    return Yes()\n"),
+    "an int whose __eq__ is always true": (
+        ADD, "class Yes(int):\n    def __eq__(self, other):\n        return True\n    __hash__ = int.__hash__\n"
+             "def add(a, b):\n    return Yes(0)\n"),
+    "a builtin the tests call, patched": (NEAR, "import builtins\nbuiltins.abs = lambda x: 0\ndef add(a, b):\n"
+                                               "    return 0\n"),
+    "the problem's helper, redefined": (
+        ROWS[32], "def poly(xs, x):\n    return 0\ndef find_zero(xs):\n    return 0.0\n"),
+    "the nonce, from the harness's frames": (
+        ADD, "import os, sys\ndef add(a, b):\n    frame = sys._getframe()\n    while frame is not None:\n"
+             "        if 'nonce' in frame.f_locals:\n"
+             "            print('NEL-PASSED:', frame.f_locals['nonce'], file=sys.stderr, flush=True)\n"
+             "            os._exit(0)\n        frame = frame.f_back\n    return 0\n"),
+    "the nonce, from any memory it can read": (ADD, MEMORY_SCAN),
+    "the expected values, read from the tests": (
+        ADD, "import re\ndef add(a, b):\n    tests = open('tests.py').read()\n"
+             "    return int(re.search(rf'candidate\\({a}, {b}\\) == (-?\\d+)', tests)[1])\n"),
+    "a pass line of its own, then exit 0": (
+        ADD, "import os, sys\nprint('NEL-PASSED: ' + '0' * 32, file=sys.stderr, flush=True)\nos._exit(0)\n"),
+}
+
+
+def test_no_program_can_make_its_own_score(sandboxes: Sandboxes) -> None:
+    """Each of these scored 1.0 (the last one aside) when the tests ran in the program's own process."""
+    results = score_all(sandboxes, [(fenced(program), row) for row, program in CHEATS.values()])
+    scored = {name: (r.reward, r.details["outcome"]) for name, r in zip(CHEATS, results, strict=True)}
+    assert all(reward == 0.0 for reward, _ in scored.values()), scored
+    assert scored["an object whose __eq__ is always true"][1] == "check"
+    assert scored["the nonce, from any memory it can read"][1] == "exited_early"
+    lying = results[0].details["stderr_tail"]
+    assert "add() returned a value the tests cannot compare safely" in lying and "solution.Yes" in lying
+
+
+def test_results_of_builtin_subclasses_compare_as_their_base_type_and_other_objects_fail_saying_why() -> None:
+    """A Counter is compared as the dict it is; a Fraction is not a built-in value, so it cannot be trusted."""
+    hist = {"test": "def check(candidate):\n    assert candidate('a b b') == {'a': 1, 'b': 2}\n", "entry_point": "hist"}
+    counter = "import collections\ndef hist(text):\n    return collections.Counter(text.split())\n"
+    fraction = "import fractions\ndef add(a, b):\n    return fractions.Fraction(a + b)\n"
+    ok, refused = score_all(LocalSandboxes(SandboxSpec(type="local")), [(fenced(counter), hist),
+                                                                         (fenced(fraction), ADD)])
+    assert ok.passed, ok.details
+    assert refused.reward == 0.0 and "a fractions.Fraction cannot cross" in refused.details["stderr_tail"]
 
 
 def test_run_python_tests_passes_the_program_through_files_untouched(tmp_path: Path) -> None:

@@ -524,3 +524,21 @@ class TestPool:
 
         asyncio.run(main())
         assert not containers_labelled("nel.test", run_id)
+
+
+class TestBeforeAVerdict:
+    """What an agent started in the background must not be running when the harness starts (it could watch for
+    the harness's secrets): ``stop_processes`` ends every process of the sandbox user but PID 1."""
+
+    def test_stop_processes_ends_what_earlier_commands_left_running(self, docker_image: str) -> None:
+        look = "import os; print(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))"
+
+        async def body(box: Sandbox) -> tuple[Any, Any]:
+            await box.run(["sh", "-c", "sleep 60 >/dev/null 2>&1 & setsid sleep 60 >/dev/null 2>&1 &"])
+            before = await box.run(["python3", "-c", look])
+            await box.stop_processes()
+            return before, await box.run(["python3", "-c", look])
+
+        before, after = in_sandbox(spec(), body)
+        assert len(eval(before.stdout)) == 4  # PID 1, the two sleeps, the probe
+        assert len(eval(after.stdout)) == 2  # PID 1 and the probe

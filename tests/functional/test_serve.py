@@ -291,7 +291,7 @@ class TestSandboxBenchmarks:
 
 
 class TestConcurrency:
-    """A slow verify runs in a worker thread: other requests keep being answered meanwhile."""
+    """A slow verify runs in a worker process of its own: other requests keep being answered meanwhile."""
 
     def test_slow_verify_does_not_block_others(self, slow_server: ServeHandle) -> None:
         assert (slow_server.benchmark, slow_server.size) == ("slow-echo", 2)

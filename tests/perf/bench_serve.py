@@ -3,6 +3,7 @@
 Run: ``.venv/bin/python tests/perf/bench_serve.py [--clients 64] [--seconds 10]``. Starts ``nel serve -b
 gsm8k --port 0``, seeds every problem once, then keeps ``--clients`` connections each posting
 Responses-API verify requests (half right, half wrong answers) and prints throughput and latency.
+``--serve-args=--scoring-workers=0`` measures scoring in the server's threads instead of its process pool.
 """
 
 from __future__ import annotations
@@ -71,8 +72,10 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=64)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--problems", type=int, default=200)
+    parser.add_argument("--serve-args", nargs="*", default=[], metavar="ARG",
+                        help="more nel serve arguments, e.g. --serve-args=--scoring-workers=0 (score in threads)")
     args = parser.parse_args()
-    with serve_process(["-b", "gsm8k", "--port", "0"]) as server:
+    with serve_process(["-b", "gsm8k", "--port", "0", *args.serve_args]) as server:
         t0 = time.perf_counter()
         n, latencies, errors = _run(_load(server.url, args.clients, args.seconds, args.problems))
     elapsed = args.seconds

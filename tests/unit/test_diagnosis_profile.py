@@ -80,9 +80,17 @@ class TestHeadline:
         # p(t) = 1, 1/2, 0, 1/2 over the attempted tasks (the missing one defines none)
         p = run_profile(run)
         assert p.pass_at_1 == pytest.approx(0.5)
-        assert (p.pass_at_k, p.k) == (pytest.approx(3 / 4), 4)
         assert p.consistency == pytest.approx(1 / 4)
-        assert p.retry_value == pytest.approx(1 / 4)
+
+    def test_pass_at_k_counts_only_the_tasks_with_k_attempts(self, run):
+        # k = 4: t3 has 2 attempts, so its any-pass is pass@2, not pass@4; the oracle is over t0, t1, t2:
+        # pass@4 = (1 + 1 + 0) / 3 (not 3/4 over all four), and the retry value compares pass@1 on the
+        # same three tasks: 2/3 − (1 + 1/2 + 0) / 3 = 1/6.
+        p = run_profile(run)
+        assert (p.pass_at_k, p.k, p.pass_at_k_tasks) == (pytest.approx(2 / 3), 4, 3)
+        assert p.pass_at_k == pytest.approx(p.pass_at_k_curve[-1][1])  # the curve's last point, by hand
+        assert p.retry_value == pytest.approx(1 / 6)
+        assert p.curve_tasks == (4, 4, 3, 3)  # how many tasks each point of the curve is over
 
     def test_interval_and_curve_are_those_of_nel_eval_stats(self, run):
         p = run_profile(run)
@@ -95,14 +103,15 @@ class TestHeadline:
 
     def test_buckets_and_histogram(self, run):
         p = run_profile(run)
-        assert p.buckets == {"always": (0,), "sometimes": (1, 3), "never": (2,), "missing": (4,)}
-        assert list(p.buckets) == ["always", "sometimes", "never", "missing"]
+        assert p.buckets == {"always": (0,), "sometimes": (1, 3), "never": (2,), "errored": (), "missing": (4,)}
+        assert list(p.buckets) == ["always", "sometimes", "never", "errored", "missing"]
         assert p.bucket_count("sometimes") == 2
         assert p.pass_histogram == ((0, 1), (1, 1), (2, 1), (3, 0), (4, 1))
 
-    def test_a_task_whose_every_attempt_errored_never_passed(self):
+    def test_a_task_whose_every_attempt_errored_is_errored_as_in_task_stats_and_eval_stats(self):
+        # One definition everywhere (was ``never`` here, ``errored`` in nel eval stats).
         p = run_profile(make_run([{"outcomes": [T, T]}, {"outcomes": [P, P]}], 2))
-        assert p.buckets["never"] == (0,) and p.error_rate == pytest.approx(0.5)
+        assert p.buckets["errored"] == (0,) and p.buckets["never"] == () and p.error_rate == pytest.approx(0.5)
 
     def test_a_run_without_attempts_has_undefined_rates(self):
         p = run_profile(make_run([{"outcomes": []}], 2))

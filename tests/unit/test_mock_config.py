@@ -64,3 +64,11 @@ def test_ready_line_names_the_base_url_and_skill_seed() -> None:
         == "nel mock model listening on http://127.0.0.1:8000/v1 (skill-seed 3)"
     )
     assert ready_line("::1", 8000, 0).startswith("nel mock model listening on http://[::1]:8000/v1")
+
+
+def test_the_echo_headers_switch_round_trips_and_is_off_by_default() -> None:
+    """``--echo-headers`` (a labelled test feature: replies quote the request, API key included)."""
+    assert MockConfig().echo_headers is False and "--echo-headers" not in config_to_argv(MockConfig())
+    config = MockConfig(echo_headers=True)
+    assert "--echo-headers" in config_to_argv(config)
+    assert _parse(config_to_argv(config)) == config

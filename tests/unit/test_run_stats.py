@@ -137,9 +137,16 @@ class TestEdgeCases:
         assert (p[1].n_tasks, p[2].n_tasks, p[3].n_tasks, p[4].n_tasks) == (3, 3, 2, 2)
         assert p[3].value == pytest.approx(pass_at_k_per_task([4, 4], [1, 0], 3).mean())
 
-    def test_one_task(self):
+    def test_one_task_gets_the_zero_spread_floor_not_a_point(self):
+        # One task says nothing about the spread across tasks: not [0.25, 0.25] with se 0, but the floor
+        # 0.25 ∓ w·(distance to 0 or 1), w = z² / (1 + z²), labelled, with the reason.
         e = run_statistics(make_run([binary(1, 4)], 4), bootstrap=100).overall.pass_at_k[1]
-        assert (e.value, e.low, e.high, e.n_clusters) == (0.25, 0.25, 0.25, 1)
+        z2 = scipy_stats.norm.ppf(0.975) ** 2
+        w = z2 / (1 + z2)
+        assert (e.value, e.n_clusters) == (0.25, 1) and math.isnan(e.se)
+        assert (e.low, e.high) == pytest.approx((0.25 - w * 0.25, 0.25 + w * 0.75), rel=1e-12)
+        assert e.method == "zero-spread floor" and "one task" in e.note
+        assert math.isnan(e.boot_low) and "no spread to resample" in e.note
 
     def test_one_repeat(self):
         s = run_statistics(make_run([binary(1, 1), binary(0, 1), binary(1, 1)], 1), bootstrap=100)
@@ -147,11 +154,15 @@ class TestEdgeCases:
         assert math.isnan(s.overall.variance.within) and not math.isnan(s.overall.variance.se)
 
     @pytest.mark.parametrize("passes", [0, 3])
-    def test_all_pass_or_all_fail(self, passes):
+    def test_all_pass_or_all_fail_get_wilsons_interval_with_a_caveat(self, passes):
+        # Not [1, 1] or [0, 0]: the Wilson interval of 5/5 (0/5) tasks, as scipy computes it, and a note.
         s = run_statistics(make_run([binary(passes, 3)] * 5, 3), bootstrap=500)
+        ref = scipy_stats.binomtest(5 if passes else 0, 5).proportion_ci(0.95, method="wilson")
         for e in s.overall.pass_at_k.values():
-            assert e.value == e.low == e.high == passes / 3 and e.se == 0.0
-            assert e.boot_low == pytest.approx(passes / 3) and e.boot_high == pytest.approx(passes / 3)
+            assert e.value == passes / 3 and e.se == 0.0
+            assert (e.low, e.high) == pytest.approx((ref.low, ref.high), abs=5e-16)
+            assert e.method == "wilson" and "no spread: every task scored" in e.note
+            assert math.isnan(e.boot_low) and math.isnan(e.boot_high)  # every resample the same: no interval
 
     def test_no_attempts_at_all(self):
         s = run_statistics(make_run([{"rewards": []}, {"rewards": []}], 2), bootstrap=100)

@@ -24,11 +24,19 @@ def steps_frame():
 def test_a_summary_counts_buckets_failures_and_wrong_answers():
     s = summarize_steps("r", steps_frame(), n_tasks=4, n_repeats=2)
     assert (s.n_steps, s.n_steps_expected, s.n_tasks_attempted) == (6, 8, 3)
-    assert s.buckets == {"always": 1, "sometimes": 1, "never": 1, "missing": 1}
+    assert s.buckets == {"always": 1, "sometimes": 1, "never": 1, "errored": 0, "missing": 1}
     assert s.failures == {"timeout": 1, "refusal": 1}
     assert (s.n_pass, s.n_wrong, s.n_errors) == (3, 1, 1)
     assert s.tokens == {"prompt_tokens": 30, "completion_tokens": 12, "total_tokens": 42}
     assert s.latency_ms[50] == pytest.approx(35.0)
+
+
+def test_a_task_whose_every_attempt_errored_is_errored_not_never():
+    # the buckets of task_stats and nel eval stats: errored = every attempt an error (ERROR_CATEGORIES)
+    steps = steps_frame().with_columns(
+        pl.Series("failure_category", [None, None, None, "timeout", "timeout", "server_error"]))
+    s = summarize_steps("r", steps, n_tasks=3, n_repeats=2)
+    assert s.buckets == {"always": 1, "sometimes": 1, "never": 0, "errored": 1, "missing": 0}
 
 
 def test_pass_at_k_is_reported_for_every_k_up_to_the_repeats():
@@ -45,6 +53,7 @@ def test_the_array_and_frame_inputs_give_the_same_summary():
         "r", n_tasks=3, n_repeats=2, attempts=np.array([2, 2, 2]), passes=np.array([2, 1, 0]),
         latency_ms=np.array([10.0, 20.0, 30.0, 40.0, 50.0, 60.0]), failures={"timeout": 1, "refusal": 1},
         tokens={"prompt_tokens": 30, "completion_tokens": 12, "total_tokens": 42},
+        errors=np.array([0, 1, 0]),  # the frame's one timeout, per task: what tells errored from never
     )
     assert arrays == frame
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import textwrap
 import time
 import uuid
@@ -21,6 +22,7 @@ from workbench.errors import UsageError
 from workbench.sandbox.base import Sandbox, open_sandboxes
 from workbench.sandbox.local import BWRAP, PLAIN, LocalSandbox, LocalSandboxes, bwrap_problem
 from workbench.sandbox.spec import SandboxSpec
+from workbench.sandbox.uids import UID_BASE, UID_SLOTS, lease_uid, processes_of
 
 pytestmark = pytest.mark.timeout(60)
 T = TypeVar("T")
@@ -89,10 +91,46 @@ def test_the_environment_is_scrubbed_of_host_secrets(use_bwrap: bool, monkeypatc
     assert set(eval(result.stdout)) <= {"PATH", "LANG", "HOME", "PYTHONDONTWRITEBYTECODE", "PWD"}
 
 
-@pytest.mark.skipif(RUN_AS is None, reason="only root drops to nobody")
-def test_as_root_commands_run_as_nobody(use_bwrap: bool) -> None:
-    result = in_sandbox(lambda box: python(box, "import os; print(os.getuid(), os.getgid())"), bwrap=use_bwrap)
-    assert result.stdout == "65534 65534\n"
+@pytest.mark.skipif(RUN_AS is None, reason="only root switches users")
+def test_as_root_each_session_runs_as_an_unprivileged_uid_of_its_own(use_bwrap: bool) -> None:
+    """A uid shared by all sessions (nobody) shared RLIMIT_NPROC too: one fork bomb failed the other attempts."""
+    async def main() -> list[str]:
+        async with LocalSandboxes(spec(concurrency=3), bwrap=use_bwrap) as sandboxes:
+            async def one() -> str:
+                async with sandboxes.session() as box:
+                    await asyncio.sleep(0.2)  # all three open at once
+                    return str((await python(box, "import os; print(os.getuid(), os.getgid())")).stdout)
+
+            return list(await asyncio.gather(one(), one(), one()))
+
+    ids = [tuple(map(int, out.split())) for out in asyncio.run(main())]
+    assert len({uid for uid, _ in ids}) == 3 and all(uid == gid for uid, gid in ids)
+    assert all(UID_BASE <= uid < UID_BASE + UID_SLOTS for uid, _ in ids)
+    assert not any(processes_of(uid) for uid, _ in ids)
+
+
+@pytest.mark.skipif(RUN_AS is None, reason="only root switches users")
+def test_a_process_that_escaped_its_group_ends_with_its_session() -> None:
+    """Without bubblewrap, setsid takes a process out of the group killed after each command: its uid catches it."""
+    marker = f"nel-local-{uuid.uuid4().hex}"
+    source = f"""
+    import subprocess
+    subprocess.Popen(["setsid", "python3", "-c", "import time; time.sleep(60)", "{marker}"])
+    """
+
+    async def main() -> list[str]:
+        async with LocalSandboxes(spec(), bwrap=False) as sandboxes:
+            async with sandboxes.session() as box:
+                await python(box, source)
+                time.sleep(0.3)
+                escaped = _mentioning(marker)
+                await box.stop_processes()  # what a verdict does first in a box an agent used
+                assert not _processes_mentioning(marker, settle_s=1)
+                await python(box, source)
+            return escaped
+
+    assert asyncio.run(main()), "the probe did not escape its process group: nothing was tested"
+    assert not _processes_mentioning(marker)
 
 
 def test_the_temp_dir_is_removed_after_the_session_even_when_it_fails(use_bwrap: bool) -> None:
@@ -237,3 +275,27 @@ def _mentioning(marker: str) -> list[str]:
         if marker.encode() in cmdline:
             found.append(pid)
     return found
+
+
+@pytest.mark.skipif(RUN_AS is None, reason="only root leases uids")
+def test_a_uid_whose_holder_died_is_cleaned_before_it_is_leased_again() -> None:
+    """A nel killed with -9 leaves its lease file saying "in use" and maybe processes: the next lease ends them,
+    and skips the uid while a process of it is not yet reaped (it would count against the new holder's limit)."""
+    start = UID_SLOTS - 7
+    lease = lease_uid(start=start)
+    leftover = subprocess.Popen(["sleep", "60"], user=lease.uid, group=lease.uid, extra_groups=[],
+                                start_new_session=True)
+    leases = []
+    try:
+        os.close(lease.fd)  # what the death of the holder does: the flock goes, "in use" stays
+        leases.append(lease_uid(start=start))
+        assert leftover.wait(5) == -9  # ended by the lease...
+        assert leases[0].uid != lease.uid  # ...which took another uid: the zombie was not reaped yet
+        leases.append(lease_uid(start=start))  # reaped now (wait): the uid is clean, and leased again
+        assert leases[1].uid == lease.uid and not processes_of(lease.uid, zombies=True)
+    finally:
+        if leftover.poll() is None:
+            leftover.kill()
+            leftover.wait()
+        for held in leases:
+            held.release()

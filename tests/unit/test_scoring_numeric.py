@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import timeit
 
 import pytest
@@ -401,3 +402,12 @@ def test_a_digit_run_too_long_to_be_an_answer_is_skipped_not_a_crash() -> None:
 def test_long_adversarial_responses_stay_linear(response: str) -> None:
     seconds = timeit.timeit(lambda: score_numeric(response, "7"), number=1)
     assert seconds < 0.5
+
+
+def test_a_long_reply_of_currency_signs_scores_in_linear_time():
+    # "$ $ $ ...": every space follows a currency sign, so no scan may start there; looking the separators up
+    # afresh at every step made scoring quadratic (374 s of CPU for 7 MB).
+    started = time.perf_counter()
+    assert score_numeric("$ " * 500_000, "42").reward == 0.0
+    assert score_numeric("$ " * 500_000 + " 42", "42").reward == 1.0
+    assert time.perf_counter() - started < 5.0

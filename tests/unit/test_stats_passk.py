@@ -210,10 +210,15 @@ def test_pass_at_k_estimates_leave_out_tasks_with_too_few_attempts() -> None:
     assert estimates[3].value == pytest.approx(1 - 1 / 10)
 
 
-def test_pass_at_k_estimates_all_pass_and_all_fail() -> None:
+def test_pass_at_k_estimates_all_pass_and_all_fail_are_wilson_intervals_not_points() -> None:
     n = np.full(4, 5)
-    assert pass_at_k_estimates(n, n, ks=[1, 5])[5] == Estimate(1.0, 1.0, 1.0, 4, 0.0)
-    assert pass_at_k_estimates(n, np.zeros(4, dtype=int), ks=[1])[1] == Estimate(0.0, 0.0, 0.0, 4, 0.0)
+    top = pass_at_k_estimates(n, n, ks=[1, 5])[5]
+    bottom = pass_at_k_estimates(n, np.zeros(4, dtype=int), ks=[1])[1]
+    for est, k in ((top, 4), (bottom, 0)):
+        ref = scipy_stats.binomtest(k, 4).proportion_ci(0.95, method="wilson")
+        assert (est.value, est.n_tasks, est.se) == (k / 4, 4, 0.0)
+        assert (est.low, est.high) == pytest.approx((ref.low, ref.high), abs=5e-16)
+        assert est.method == "wilson" and "no spread" in est.note
 
 
 def test_pass_at_k_estimates_pass_the_confidence_on() -> None:

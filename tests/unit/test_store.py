@@ -12,6 +12,7 @@ from workbench.errors import UsageError
 from workbench.resources import sql_path
 from workbench.store import ShardWriter, ingest
 from workbench.store.columns import STEP_COLUMNS
+from workbench.store.database import SCHEMA_VERSION
 from workbench.store.layout import segments_root
 
 RUN = "r1"
@@ -186,6 +187,8 @@ def _downgrade_to_version_1(store):
     con.execute("DROP VIEW IF EXISTS step_tool_calls")
     con.execute("ALTER TABLE steps DROP COLUMN scores")
     con.execute("ALTER TABLE steps DROP COLUMN turns")
+    con.execute("ALTER TABLE steps DROP COLUMN attempt")
+    con.execute("DROP TABLE superseded_steps")
     con.execute("UPDATE nel_meta SET value = '1' WHERE key = 'schema_version'")
     con.close()
 
@@ -203,8 +206,11 @@ def test_a_version_1_store_reads_as_is_and_is_migrated_when_next_written(tmp_pat
     assert reader.rows("SELECT DISTINCT metric FROM step_scores") == [("reward",)]
     ingest(store)  # opening for writing migrates
     con = duckdb.connect(str(store), read_only=True)
-    assert con.execute("SELECT value FROM nel_meta WHERE key = 'schema_version'").fetchone() == ("3",)
-    assert {"scores", "turns"} <= {r[0] for r in con.execute("DESCRIBE steps").fetchall()}
+    assert con.execute("SELECT value FROM nel_meta WHERE key = 'schema_version'").fetchone() == (str(SCHEMA_VERSION),)
+    columns = [r[0] for r in con.execute("DESCRIBE steps").fetchall()]
+    assert {"scores", "turns", "attempt"} <= set(columns)
+    superseded = [r[0] for r in con.execute("DESCRIBE superseded_steps").fetchall()]
+    assert set(superseded) == {*columns, "superseded_at"}, "superseded_steps keeps every column of steps"
     con.close()
 
 

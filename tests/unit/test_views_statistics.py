@@ -6,7 +6,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 from workbench.resources import sql_path
-from workbench.stats import mean_with_ci, wilson_interval
+from workbench.stats import bounded_mean, wilson_interval
 
 
 @pytest.fixture(scope="module")
@@ -40,15 +40,24 @@ def test_run_metrics_pass_at_1_and_interval_equal_the_python_estimate(con):
     rng = np.random.default_rng(7)
     passes = [[bool(x) for x in rng.random(4) < p] for p in rng.random(25)]
     _load(con, passes)
-    row = con.execute("SELECT pass_at_1, pass_at_1_low, pass_at_1_high FROM run_metrics").fetchone()
-    est = mean_with_ci(np.array([np.mean(p) for p in passes]))
-    assert row == pytest.approx((est.value, est.low, est.high), abs=1e-5)
+    row = con.execute("SELECT pass_at_1, pass_at_1_low, pass_at_1_high, pass_at_1_method FROM run_metrics").fetchone()
+    est = bounded_mean(np.array([np.mean(p) for p in passes]))
+    assert row[:3] == pytest.approx((est.value, est.low, est.high), abs=1e-5) and row[3] == est.method
 
 
-def test_one_task_gives_an_interval_equal_to_its_point(con):
-    _load(con, [[True, False, True, True]])
-    assert con.execute("SELECT pass_at_1, pass_at_1_low, pass_at_1_high FROM run_metrics").fetchone() == (
-        0.75, 0.75, 0.75)
+@pytest.mark.parametrize("passes", [
+    [[True, False, True, True]],  # one task: the zero-spread floor, not the point (was [0.75, 0.75])
+    [[True] * 4] * 6,  # all pass: Wilson's 6/6, not [1, 1]
+    [[False, False]] * 3 + [[True, True]] * 2,  # every task 0 or 1: Wilson's 2/5
+    [[True, False]] * 7,  # no spread, not at an end: the floor around 0.5
+    [[True, False], [True, True], [True, True], [True, True]],  # few tasks moved: widened to the floor
+])
+def test_degenerate_runs_get_the_python_interval_and_method(con, passes):
+    _load(con, passes)
+    row = con.execute("SELECT pass_at_1, pass_at_1_low, pass_at_1_high, pass_at_1_method FROM run_metrics").fetchone()
+    est = bounded_mean(np.array([np.mean(p) for p in passes]))
+    assert row[:3] == pytest.approx((est.value, est.low, est.high), abs=1e-5) and row[3] == est.method
+    assert est.low < est.high
 
 
 def test_task_stats_wilson_bounds_equal_the_python_ones(con):

@@ -25,8 +25,9 @@ import numpy as np
 import orjson
 
 from workbench.analysis.run_summary import RunSummary, summarize
-from workbench.errors import UsageError
-from workbench.stats import mean_with_ci, pass_at_k_estimates
+from workbench.errors import UsageError, path_error
+from workbench.secrets import redact_value
+from workbench.stats import bounded_mean, pass_at_k_estimates, unit_span
 from workbench.store import Store, open_store
 
 BUNDLE_FORMAT = "nel-eval-bundle"
@@ -68,13 +69,16 @@ def export_run(store_path: str | Path, run_id: str, out_dir: str | Path) -> Expo
     Raises:
         UsageError: when the store or the run is not there, or ``out_dir`` is a file.
     """
-    store = open_store(store_path)
+    store = open_store(store_path, runs=[run_id])  # another run's live journals are none of its business
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise UsageError(f"{out}: is a file; the artifacts need a directory")
     with store.pinned():
         bundle = build_eval_bundle(store, run_id)  # first: it checks that the run exists
-        out.mkdir(parents=True, exist_ok=True)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise path_error(out, exc, "make the artifacts' directory") from None
         n_steps = write_step_files(store, run_id, out / RESULTS, out / TRAJECTORIES)
     stats = write_json(out / RUNTIME_STATS, bundle["runtime_stats"])
     failures = write_json(out / FAILURE_ANALYSIS, bundle["failure_analysis"])
@@ -83,6 +87,20 @@ def export_run(store_path: str | Path, run_id: str, out_dir: str | Path) -> Expo
         out_dir=out, bundle=path, paths=(out / RESULTS, out / TRAJECTORIES, stats, failures, path),
         n_results=n_steps, n_trajectories=n_steps,
     )
+
+
+def export_is_current(out_dir: str | Path, run_id: str, *, n_steps: int, status: str) -> bool:
+    """Whether ``out_dir`` holds a whole export of ``run_id`` as the store has it now: the bundle (written
+    last) is there and agrees on the run's status and step count, and the step files it names exist."""
+    out = Path(out_dir)
+    try:
+        bundle = orjson.loads((out / bundle_file_name(run_id)).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return False
+    if not isinstance(bundle, dict) or bundle.get("run_id") != run_id:
+        return False
+    files = (out / RESULTS, out / TRAJECTORIES, out / RUNTIME_STATS, out / FAILURE_ANALYSIS)
+    return bundle.get("n_steps") == n_steps and bundle.get("status") == status and all(f.exists() for f in files)
 
 
 # ---- atomic writes ---------------------------------------------------------------------------------
@@ -94,6 +112,8 @@ def atomic_open(path: Path) -> Iterator[IO[bytes]]:
         with open(tmp, "wb") as fh:
             yield fh
         os.replace(tmp, path)
+    except OSError as exc:  # a full disk, a read-only directory: one line naming the file
+        raise path_error(path, exc, "write it") from None
     finally:
         tmp.unlink(missing_ok=True)
 
@@ -231,7 +251,7 @@ def run_summary(store: Store, run: dict[str, Any]) -> RunSummary:
     o = store.run_outcomes(run["run_id"])
     return summarize(
         run["run_id"], n_tasks=int(run["n_tasks"]), n_repeats=int(run["n_repeats"]), attempts=o.attempts,
-        passes=o.passes, latency_ms=o.latency_ms, failures=o.failures, tokens=o.tokens,
+        passes=o.passes, latency_ms=o.latency_ms, failures=o.failures, tokens=o.tokens, errors=o.errors,
     )
 
 
@@ -308,7 +328,7 @@ def metric_scores(store: Store, run_id: str) -> dict[str, dict[str, Any]]:
     out = {}
     for metric, rows in per_metric.items():
         n, reward, pass_rate = (np.array(col, dtype=np.float64) for col in zip(*rows, strict=True))
-        est = mean_with_ci(reward, bounded=False)
+        est = bounded_mean(reward, span=unit_span(reward))  # the run_scores view's interval
         out[metric] = {"mean_reward": est.value, "mean_reward_low": est.low, "mean_reward_high": est.high,
                        "pass_rate": float(np.mean(pass_rate)), "n_tasks": len(n), "n_steps": int(n.sum())}
     return out
@@ -457,22 +477,11 @@ def failure_analysis(store: Store, run_id: str, n_steps: int) -> dict[str, Any]:
 
 
 # ---- helpers ---------------------------------------------------------------------------------------
-_SECRET_KEY = re.compile(r"(?i)^(api[_-]?key|x-api-key|authorization|auth|password|secret|.*_secret|.*_token)$")
-_URL_USERINFO = re.compile(r"(?i)(\w+://)[^/@\s]+@")
-_URL_SECRET_PARAM = re.compile(r"(?i)([?&](?:api[_-]?key|key|token|access_token)=)[^&\s]+")
-
-
 def redact(value: Any) -> Any:
     """Defence in depth: the store never holds secrets, but a config may still name one. Keys that
-    hold credentials and credentials in URLs are replaced by ``<redacted>``."""
-    if isinstance(value, dict):
-        return {k: "<redacted>" if _SECRET_KEY.match(str(k)) and v is not None else redact(v)
-                for k, v in value.items()}
-    if isinstance(value, list):
-        return [redact(v) for v in value]
-    if isinstance(value, str) and "://" in value:
-        return _URL_SECRET_PARAM.sub(r"\1<redacted>", _URL_USERINFO.sub(r"\1<redacted>@", value))
-    return value
+    hold credentials and credentials in text (URLs, headers, registered keys) are replaced by
+    ``<redacted>``: ``workbench.secrets.redact_value``, the one implementation."""
+    return redact_value(value)
 
 
 def _json_obj(value: Any) -> dict[str, Any]:

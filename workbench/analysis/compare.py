@@ -20,6 +20,7 @@ import polars as pl
 
 from workbench.analysis.sources import RunData
 from workbench.stats import mean_with_ci, percentiles
+from workbench.stats.bounds import DIFFERENCE, Bounds, bound_interval, spread_floor, unit_span
 from workbench.stats.paired import (
     ALPHA,
     N_RESAMPLES,
@@ -32,7 +33,6 @@ from workbench.stats.paired import (
     paired_bootstrap_interval,
     paired_t_test,
     sign_flip_test,
-    spread_floor,
     tasks_needed,
     wilcoxon_signed_rank,
 )
@@ -77,10 +77,13 @@ class Coverage:
 class MetricDelta:
     """One metric compared over the paired tasks.
 
-    ``low``/``high`` is the paired t interval of the mean difference; ``boot_low``/``boot_high`` the
-    paired percentile bootstrap; ``decision_low``/``decision_high`` the interval the verdict reads: the t
-    interval, widened where needed to ``spread_floor`` (so that a handful of unchanged tasks proves
-    nothing). ``baseline_all``/``candidate_all`` are each side's mean over all its attempted tasks.
+    ``low``/``high`` is the paired t interval of the mean difference (cut to [−1, 1] when the scores lie
+    in [0, 1]; NaN with one task); ``boot_low``/``boot_high`` the paired percentile bootstrap;
+    ``decision_low``/``decision_high`` the interval the verdict reads: the t interval, widened where needed
+    to ``spread_floor`` (so that a handful of unchanged tasks proves nothing); ``decision_method`` says which.
+    ``mde`` is NaN when it is undefined (fewer than two tasks, or differences without spread);
+    ``tasks_needed`` the paired tasks that would detect a drop of ``max_drop`` at 80 % power (None when
+    undefined). ``baseline_all``/``candidate_all`` are each side's mean over all its attempted tasks.
     """
 
     metric: str
@@ -103,6 +106,7 @@ class MetricDelta:
     baseline_all: float
     candidate_all: float
     ci_overlap: bool | None  # whether the two sides' own intervals overlap (NeMo Evaluator's field)
+    decision_method: str = "t"
 
     @property
     def relative(self) -> float:
@@ -118,7 +122,8 @@ class MetricDelta:
 
 @dataclass(frozen=True, slots=True)
 class CategoryDelta:
-    """The primary metric within one category, paired within it."""
+    """The primary metric within one category, paired within it. ``low``/``high`` is the interval a verdict
+    would read (``decision_interval``: inside [−1, 1], never narrower than the zero-spread floor)."""
 
     category: str
     n_tasks: int
@@ -199,6 +204,7 @@ class Comparison:
     verdict: str
     reasons: tuple[str, ...]
     warnings: tuple[str, ...]
+    collapsed: tuple[CategoryDelta, ...] = ()  # collapsed_categories: named in the reasons
 
     @property
     def mcnemar_applies(self) -> bool:
@@ -251,12 +257,13 @@ def compare_runs(
     column = CATEGORY if CATEGORY in paired.columns else None
     categories = category_deltas(paired, confidence) if column else ()
     verdict_, reasons = verdict(score, max_drop, coverage=coverage,
-                                error_rate_delta=c_info.error_rate - b_info.error_rate)
+                                error_rate_delta=c_info.error_rate - b_info.error_rate, categories=categories)
     return Comparison(
         baseline=b_info, candidate=c_info, max_drop=max_drop, confidence=confidence, seed=seed,
         n_resamples=n_resamples, coverage=coverage, score=score, other_scores=tuple(others),
         category_column=column, categories=categories, runtime=runtime, flips=flips(paired),
         verdict=verdict_, reasons=reasons, warnings=_warnings(baseline, candidate),
+        collapsed=collapsed_categories(categories, max_drop) if score.n_tasks else (),
     )
 
 
@@ -319,7 +326,8 @@ def metric_delta(
     n = b.size
     est = mean_difference(b, c, confidence)
     sd = float(np.std(c - b, ddof=1)) if n > 1 else math.nan
-    floor_low, floor_high = spread_floor(est.value, n, confidence)
+    decision = decision_interval(b, c, confidence)
+    t_low, t_high = _t_interval(est.low, est.high, n, _span(b, c))
     boot = paired_bootstrap_interval(b, c, n_resamples=n_resamples, seed=seed, confidence=confidence)
     single = n > 0 and bool((paired["n_b"] == 1).all() and (paired["n_c"] == 1).all())
     binary = bool(np.isin(b, (0.0, 1.0)).all() and np.isin(c, (0.0, 1.0)).all())
@@ -340,28 +348,68 @@ def metric_delta(
     overlap = None if n < 2 else bool(b_est.low <= c_est.high and c_est.low <= b_est.high)
     return MetricDelta(
         metric=metric, n_tasks=n, baseline=_mean(b), candidate=_mean(c), delta=est.value,
-        low=est.low, high=est.high, boot_low=boot[0], boot_high=boot[1],
-        decision_low=min(est.low, floor_low) if n else math.nan,
-        decision_high=max(est.high, floor_high) if n else math.nan,
-        se=est.se, sd=sd, effect_size=cohens_dz(b, c) if n else math.nan,
-        mde=minimum_detectable_effect(sd, n), tasks_needed=tasks_needed(max_drop, sd) if max_drop > 0 else None,
+        low=t_low, high=t_high, boot_low=boot[0], boot_high=boot[1],
+        decision_low=decision.low, decision_high=decision.high,
+        se=est.se if n > 1 else math.nan, sd=sd, effect_size=cohens_dz(b, c) if n else math.nan,
+        mde=minimum_detectable_effect(sd, n),
+        tasks_needed=tasks_needed(max_drop, sd) if max_drop > 0 else None,
         tests=tests, baseline_all=_mean(baseline_tasks["score"].to_numpy()),
-        candidate_all=_mean(candidate_tasks["score"].to_numpy()), ci_overlap=overlap,
+        candidate_all=_mean(candidate_tasks["score"].to_numpy()), ci_overlap=overlap, decision_method=decision.method,
     )
 
 
+def decision_interval(baseline: np.ndarray, candidate: np.ndarray, confidence: float = 0.95) -> Bounds:
+    """The interval a verdict reads for the mean of ``candidate − baseline``: the paired t interval, cut to
+    [−1, 1] when both sides' scores lie in [0, 1], and widened where needed to ``spread_floor`` (with one
+    task, the floor alone). NaN with no task."""
+    n = len(baseline)
+    if n == 0:
+        return Bounds(math.nan, math.nan, "none", "no paired task")
+    est = mean_difference(baseline, candidate, confidence)
+    d = np.asarray(candidate, dtype=np.float64) - np.asarray(baseline, dtype=np.float64)
+    if _span(baseline, candidate) is not None:
+        return bound_interval(d, est.low, est.high, n, span=DIFFERENCE, confidence=confidence, wilson=False)
+    floor_low, floor_high = spread_floor(est.value, n, confidence)  # scores outside [0, 1]: no range to cut to
+    if n < 2:
+        return Bounds(floor_low, floor_high, "zero-spread floor", "one task: no spread to estimate")
+    low, high = min(est.low, floor_low), max(est.high, floor_high)
+    return Bounds(low, high, "t" if (low, high) == (est.low, est.high) else "t, widened to the zero-spread floor")
+
+
 def category_deltas(paired: pl.DataFrame, confidence: float = 0.95) -> tuple[CategoryDelta, ...]:
-    """The mean difference per category, paired within it, largest drop first."""
+    """The mean difference per category, paired within it, with its decision interval; largest drop first."""
     out = []
     for (category,), part in paired.group_by(CATEGORY):
         b, c = part["score_b"].to_numpy(), part["score_c"].to_numpy()
-        est = mean_difference(b, c, confidence)
+        bounds = decision_interval(b, c, confidence)
         out.append(CategoryDelta(
-            category=str(category), n_tasks=len(part), baseline=_mean(b), candidate=_mean(c), delta=est.value,
-            low=est.low, high=est.high, p_value=paired_t_test(b, c).p_value,
+            category=str(category), n_tasks=len(part), baseline=_mean(b), candidate=_mean(c),
+            delta=_mean(c - b), low=bounds.low, high=bounds.high, p_value=paired_t_test(b, c).p_value,
             n_regressions=int(np.sum(c < b)), n_improvements=int(np.sum(c > b)),
         ))
     return tuple(sorted(out, key=lambda d: (d.delta, d.category)))
+
+
+def collapsed_categories(categories: Sequence[CategoryDelta], max_drop: float,
+                         alpha: float = ALPHA) -> tuple[CategoryDelta, ...]:
+    """Categories that collapsed: a drop beyond ``max_drop`` whose decision interval lies below 0 and whose
+    paired t p-value clears ``alpha`` after Bonferroni's correction over the categories (one of many
+    categories falls by chance; the interval guards a t test without spread). A headline average can hide
+    them; a verdict names them."""
+    g = len(categories)
+    return tuple(d for d in categories
+                 if d.delta < -max_drop and d.high < 0 and d.p_value * g < alpha)
+
+
+def _span(baseline: np.ndarray, candidate: np.ndarray) -> tuple[float, float] | None:
+    """The range of a difference: [−1, 1] when both sides' scores lie in [0, 1], else unknown."""
+    return DIFFERENCE if unit_span(baseline) and unit_span(candidate) else None
+
+
+def _t_interval(low: float, high: float, n: int, span: tuple[float, float] | None) -> tuple[float, float]:
+    if n < 2:
+        return math.nan, math.nan  # one task: no spread, no t interval
+    return (max(low, span[0]), min(high, span[1])) if span else (low, high)
 
 
 RUNTIME_NAMES = ("completion_tokens_per_s", "latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "error_rate")
@@ -395,7 +443,12 @@ def flips(paired: pl.DataFrame) -> Flips:
 
 # ---- the verdict ---------------------------------------------------------------------------------
 def verdict(
-    score: MetricDelta, max_drop: float, *, coverage: Coverage | None = None, error_rate_delta: float = math.nan
+    score: MetricDelta,
+    max_drop: float,
+    *,
+    coverage: Coverage | None = None,
+    error_rate_delta: float = math.nan,
+    categories: Sequence[CategoryDelta] = (),
 ) -> tuple[str, tuple[str, ...]]:
     """PASS / WARN / BLOCK / INCONCLUSIVE and the reasons, from the paired delta ``d`` of ``score``, its
     decision interval ``[lo, hi]`` and the tolerance ``m = max_drop`` (the first rule that holds wins):
@@ -408,7 +461,8 @@ def verdict(
        effect and the tasks needed say what would settle it);
     6. otherwise PASS (the interval rules out any drop beyond tolerance).
 
-    An error rate that rose by more than ``m`` adds a reason and lifts PASS or INCONCLUSIVE to WARN.
+    An error rate that rose by more than ``m`` adds a reason and lifts PASS or INCONCLUSIVE to WARN; so
+    does a category that collapsed (``collapsed_categories``): the headline average can hide it.
     """
     m = max_drop
     d, lo, hi = score.delta, score.decision_low, score.decision_high
@@ -429,7 +483,7 @@ def verdict(
     elif lo < -m:
         result = "INCONCLUSIVE"
         reasons.append(f"{name} changed {span}: a drop larger than the tolerated {m:.4f} cannot be ruled out")
-        reasons.append(_power_reason(score, m))
+        reasons.append(power_text(score, m))
     else:
         result = "PASS"
         reasons.append(f"{name} changed {span}: the interval rules out a drop larger than {m:.4f}")
@@ -437,15 +491,38 @@ def verdict(
         reasons.append(f"the error rate rose by {error_rate_delta:.4f}, more than {m:.4f}")
         if result in ("PASS", "INCONCLUSIVE"):
             result = "WARN"
+    collapsed = collapsed_categories(categories, m) if score.n_tasks else ()
+    reasons += [category_reason(d, m) for d in collapsed]
+    if collapsed and result in ("PASS", "INCONCLUSIVE"):
+        result = "WARN"
     if coverage is not None and (coverage.only_baseline or coverage.only_candidate):
         reasons.append(f"{len(coverage.only_baseline)} tasks only in the baseline and "
                        f"{len(coverage.only_candidate)} only in the candidate are not in the paired statistics")
     return result, tuple(reasons)
 
 
-def _power_reason(score: MetricDelta, m: float) -> str:
-    if math.isnan(score.mde):
+def category_reason(d: CategoryDelta, m: float) -> str:
+    """The words for a collapsed category (``collapsed_categories``)."""
+    return (f"category {d.category} dropped {d.delta:+.4f} ({d.baseline:.4f} → {d.candidate:.4f}, 95 % interval "
+            f"{d.low:+.4f} to {d.high:+.4f}, {d.n_tasks} paired tasks, {d.n_regressions} regressed; paired t "
+            f"p = {d.p_value:.2g}): a significant drop larger than the tolerated {m:.4f}")
+
+
+def no_spread(score: MetricDelta) -> str:
+    """"none of the 20 tasks changed" or "every one of the 20 tasks changed by -1.0000"."""
+    if score.delta == 0:
+        return f"none of the {score.n_tasks} tasks changed"
+    return f"every one of the {score.n_tasks} tasks changed by {score.delta:+.4f}"
+
+
+def power_text(score: MetricDelta, m: float) -> str:
+    """The minimum detectable effect (or why it is undefined) and the paired tasks that would detect a drop
+    of ``m`` at 80 % power."""
+    if score.n_tasks < 2:
         return "too few paired tasks to estimate the spread of the differences"
+    if math.isnan(score.mde):
+        return (f"the paired differences have no spread ({no_spread(score)}): the minimum detectable effect is "
+                "undefined, and so are the tasks needed")
     text = f"with {score.n_tasks} tasks the smallest drop detectable at 80 % power is {score.mde:.4f}"
     if score.tasks_needed is not None:
         text += f"; about {score.tasks_needed} paired tasks would detect a drop of {m:.4f}"
@@ -543,7 +620,7 @@ def regression_report(c: Comparison) -> dict[str, Any]:
         "test_reason": "one pass/fail outcome per task on each side" if mcnemar.applicable else mcnemar.note,
         "score_deltas": {m.metric: _delta_dict(m) for m in (s, *c.other_scores)},
         "category_column": c.category_column,
-        "category_deltas": {d.category: _category_dict(d) for d in c.categories},
+        "category_deltas": {d.category: _category_dict(d, d in c.collapsed) for d in c.categories},
         "runtime_deltas": {r.name: {"baseline": r.baseline, "candidate": r.candidate, "delta": r.delta,
                                     "relative_pct": 100 * r.relative} for r in c.runtime},
         "mcnemar": {
@@ -577,17 +654,18 @@ def _delta_dict(m: MetricDelta) -> dict[str, Any]:
         "baseline": m.baseline, "candidate": m.candidate, "delta": m.delta, "relative_pct": 100 * m.relative,
         "ci_overlap": m.ci_overlap, "n_tasks": m.n_tasks, "ci_low": m.low, "ci_high": m.high,
         "bootstrap_low": m.boot_low, "bootstrap_high": m.boot_high,
-        "decision_low": m.decision_low, "decision_high": m.decision_high, "se": m.se, "sd_diff": m.sd,
+        "decision_low": m.decision_low, "decision_high": m.decision_high, "decision_method": m.decision_method,
+        "se": m.se, "sd_diff": m.sd,
         "effect_size": m.effect_size, "mde": m.mde, "tasks_needed": m.tasks_needed,
         "baseline_all_tasks": m.baseline_all, "candidate_all_tasks": m.candidate_all,
         "p_values": {t.name: t.p_value for t in m.tests},
     }
 
 
-def _category_dict(d: CategoryDelta) -> dict[str, Any]:
+def _category_dict(d: CategoryDelta, collapsed: bool) -> dict[str, Any]:
     return {"baseline": d.baseline, "candidate": d.candidate, "delta": d.delta, "n_tasks": d.n_tasks,
             "ci_low": d.low, "ci_high": d.high, "p_value": d.p_value,
-            "n_regressions": d.n_regressions, "n_improvements": d.n_improvements}
+            "n_regressions": d.n_regressions, "n_improvements": d.n_improvements, "collapsed": collapsed}
 
 
 def _test_dict(t: SignificanceTest) -> dict[str, Any]:

@@ -14,10 +14,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbench.analysis.compare import MetricDelta, json_native, metric_delta, pair_tasks, task_scores
+from workbench.analysis.compare import (
+    CATEGORY,
+    CategoryDelta,
+    MetricDelta,
+    category_deltas,
+    category_reason,
+    collapsed_categories,
+    json_native,
+    metric_delta,
+    no_spread,
+    pair_tasks,
+    task_scores,
+)
 from workbench.analysis.sources import RunData, load_run
 from workbench.config.loader import Located, load_config_tree
 from workbench.errors import UsageError
+from workbench.stats.paired import tasks_to_resolve
 
 TIERS = ("critical", "supporting", "advisory")
 DIRECTIONS = ("higher_is_better", "lower_is_better")
@@ -192,7 +205,8 @@ def find_runs(root: Path) -> dict[str, list[ExportedRun]]:
 @dataclass(frozen=True, slots=True)
 class BenchmarkResult:
     """One benchmark's status. ``delta``, ``low`` and ``high`` are candidate − baseline in the metric's
-    own units (the decision interval of ``nel compare``); ``tolerance`` is the largest tolerated drop."""
+    own units (the decision interval of ``nel compare``); ``tolerance`` is the largest tolerated drop;
+    ``collapsed`` the categories that collapsed (``compare.collapsed_categories``), whatever the status."""
 
     rule: BenchmarkRule
     status: str
@@ -203,6 +217,8 @@ class BenchmarkResult:
     score: MetricDelta | None = None
     tolerance: float = math.nan
     notes: tuple[str, ...] = ()
+    collapsed: tuple[CategoryDelta, ...] = ()
+    tasks_needed: int | None = None  # tasks_to_resolve: what would settle an INSUFFICIENT_EVIDENCE status
 
     @property
     def delta(self) -> float:
@@ -229,13 +245,22 @@ def benchmark_status(rule: BenchmarkRule, score: MetricDelta) -> tuple[str, floa
         return "BREACH", m, f"{told}: a significant drop beyond tolerance"
     if glo >= -m:
         return "PASS", m, f"{told}: a drop beyond tolerance is ruled out"
+    return "INSUFFICIENT_EVIDENCE", m, f"{told}: a drop beyond tolerance cannot be ruled out ({_power(score, g, m)})"
+
+
+def _power(score: MetricDelta, g: float, m: float) -> str:
+    """The minimum detectable effect (or why it is undefined) and the tasks that would settle the status if the
+    true change ``g`` (in the good direction) were the observed one (``tasks_to_resolve``)."""
+    if score.n_tasks < 2 or math.isnan(score.sd):
+        return "too few paired tasks to tell"
     if math.isnan(score.mde):
-        more = "too few paired tasks to tell"
-    else:
-        more = f"detectable at 80 % power: drops of {score.mde:.4f} or more"
-        if score.tasks_needed is not None:
-            more += f"; about {score.tasks_needed} tasks would resolve {m:.4f}"
-    return "INSUFFICIENT_EVIDENCE", m, f"{told}: a drop beyond tolerance cannot be ruled out ({more})"
+        return f"the paired differences have no spread, {no_spread(score)}: the minimum detectable effect is undefined"
+    more = f"detectable at 80 % power: drops of {score.mde:.4f} or more"
+    needed = tasks_to_resolve(g, m, score.sd)
+    if needed is not None:
+        more += (f"; about {needed:,} tasks would resolve it against {m:.4f} at 80 % power, if the true change "
+                 f"were the observed {g:+.4f}")
+    return more
 
 
 def evaluate_benchmark(rule: BenchmarkRule, baseline: RunData, candidate: RunData, *, seed: int = 0,
@@ -247,9 +272,14 @@ def evaluate_benchmark(rule: BenchmarkRule, baseline: RunData, candidate: RunDat
     score = metric_delta(baseline.metric, paired, b, c, max_drop=0.0 if math.isnan(tolerance) else tolerance,
                          seed=seed, n_resamples=n_resamples)
     status, tolerance, reason = benchmark_status(rule, score)
+    g = -score.delta if rule.direction == "lower_is_better" else score.delta
+    needed = tasks_to_resolve(g, tolerance, score.sd) if status == "INSUFFICIENT_EVIDENCE" else None
+    collapsed: tuple[CategoryDelta, ...] = ()
+    if CATEGORY in paired.columns and rule.direction == "higher_is_better" and not math.isnan(tolerance):
+        collapsed = collapsed_categories(category_deltas(paired), tolerance)
     return BenchmarkResult(rule=rule, status=status, reason=reason, metric=baseline.metric,
                            baseline_run=baseline.run_id, candidate_run=candidate.run_id, score=score,
-                           tolerance=tolerance, notes=notes)
+                           tolerance=tolerance, notes=notes, collapsed=collapsed, tasks_needed=needed)
 
 
 # ---- the whole gate ------------------------------------------------------------------------------
@@ -288,6 +318,7 @@ def decide(results: tuple[BenchmarkResult, ...], policy: Policy) -> tuple[str, t
     for r in results:
         if r.status != "PASS":
             reasons.append(f"{r.rule.tier} {r.rule.benchmark}: {r.status}: {r.reason}")
+        reasons += [f"{r.rule.tier} {r.rule.benchmark}: {category_reason(d, r.tolerance)}" for d in r.collapsed]
     if critical_fail or len(supporting_breach) >= limit:
         decision = "NO-GO"
         if len(supporting_breach) >= limit:
@@ -360,7 +391,7 @@ def _result_dict(r: BenchmarkResult) -> dict[str, Any]:
         out.update({
             "n_tasks": s.n_tasks, "baseline": s.baseline, "candidate": s.candidate, "delta": s.delta,
             "ci_low": s.decision_low, "ci_high": s.decision_high, "t_low": s.low, "t_high": s.high,
-            "p_values": {t.name: t.p_value for t in s.tests}, "mde": s.mde, "tasks_needed": s.tasks_needed,
+            "p_values": {t.name: t.p_value for t in s.tests}, "mde": s.mde, "tasks_needed": r.tasks_needed,
         })
     return out
 

@@ -95,7 +95,7 @@ def tables(bundle: dict[str, Any]) -> list[Table]:
         ("finished", str(b.get("finished_at"))),
     ])
     pass_at_k = Table("pass@k (95% confidence intervals)", ("k", "pass@k", "95% CI", "tasks"), "lrlr", [
-        (f"pass@{k}", _f(e.get("value")), _ci(e.get("low"), e.get("high")), _int(e.get("n_tasks")))
+        (f"pass@{k}", _f(e.get("value")), _ci(e.get("low"), e.get("high")) + _method(e), _int(e.get("n_tasks")))
         for k, e in _by_k(b.get("pass_at_k"))
     ])
     primary = b.get("primary_metric")
@@ -110,6 +110,12 @@ def tables(bundle: dict[str, Any]) -> list[Table]:
                        empty="no categories in this benchmark's data")
     return [overview, pass_at_k, scores, categories, _runtime_table(b.get("runtime_stats") or {}),
             _failure_table(b.get("failure_analysis") or {})]
+
+
+def _method(e: dict[str, Any]) -> str:
+    """" (wilson)" when an interval is not the plain t one (workbench.stats.bounds), so a reader knows what it is."""
+    method = e.get("method")
+    return f" ({method})" if method and method not in ("t", "none") and e.get("low") is not None else ""
 
 
 def _by_k(pass_at_k: dict[str, Any] | None) -> list[tuple[int, dict[str, Any]]]:

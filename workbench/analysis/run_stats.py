@@ -30,6 +30,8 @@ from workbench.stats import (
     variance_split,
     wilson_interval,
 )
+from workbench.stats.bounds import UNIT, bound_interval
+from workbench.stats.passk import subset_note
 
 BUCKETS = ("always", "sometimes", "never", "missing", "errored")
 NO_VALUE = "(none)"  # the slice of tasks without a value in the slicing column
@@ -39,9 +41,13 @@ NO_VALUE = "(none)"  # the slice of tasks without a value in the slicing column
 class MetricEstimate:
     """One number with its two intervals (95 % unless asked otherwise).
 
-    ``low``/``high``/``se``/``df`` are analytic (Student t on the across-task, or cluster-robust, standard
-    error); ``boot_low``/``boot_high``/``boot_se`` come from the bootstrap (NaN when it was not run).
-    ``n_tasks`` counts the tasks that define the number, ``n_clusters`` the independent units behind it.
+    ``low``/``high`` are analytic, by the policy of ``workbench.stats.bounds`` (``method``: Wilson for pass/fail
+    tasks, else Student t on the across-task, or cluster-robust, standard error, cut to the metric's range and
+    never narrower than the zero-spread floor); ``se``/``df`` are the t ones. ``boot_low``/``boot_high``/
+    ``boot_se`` come from the bootstrap (NaN when it was not run, or when every resample is the same: no
+    spread to resample). ``n_tasks`` counts the tasks that define the number (pass@k: those with at least k
+    attempts), ``n_clusters`` the independent units behind it; ``note`` says why an interval is degenerate,
+    widened, or over fewer tasks than were attempted.
     """
 
     name: str
@@ -55,6 +61,8 @@ class MetricEstimate:
     boot_se: float
     n_tasks: int
     n_clusters: int
+    method: str = "t"
+    note: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,7 +238,9 @@ def _slice(tasks: pl.DataFrame, mask: npt.NDArray[np.bool_], column: str | None,
     boot = _bootstrap(values, codes, ctx)
     names = [f"pass@{k}" for k in ctx.ks] + ["mean_reward"]
     bounded = [True] * len(ctx.ks) + [ctx.unit_rewards]
-    estimates = [_estimate(name, values[:, j], codes, boot, j, ctx.confidence, bounded[j])
+    attempted = int(np.sum(n > 0))
+    subsets = [subset_note(int(np.sum(n >= k)), attempted, k) for k in ctx.ks] + [""]
+    estimates = [_estimate(name, values[:, j], codes, boot, j, ctx.confidence, bounded[j], subsets[j])
                  for j, name in enumerate(names)]
     counts = part["bucket"].value_counts()
     buckets = dict.fromkeys(BUCKETS, 0) | {str(b): int(c) for b, c in counts.iter_rows()}
@@ -259,14 +269,24 @@ def _bootstrap(values: npt.NDArray[np.float64], codes: npt.NDArray[np.int64] | N
 
 
 def _estimate(name: str, values: npt.NDArray[np.float64], codes: npt.NDArray[np.int64] | None,
-              boot: list[BootstrapInterval] | None, j: int, confidence: float, bounded: bool) -> MetricEstimate:
-    est = clustered_mean(values, codes, confidence, bounded=bounded)
+              boot: list[BootstrapInterval] | None, j: int, confidence: float, bounded: bool,
+              subset: str) -> MetricEstimate:
+    est = clustered_mean(values, codes, confidence)
+    defined = values[~np.isnan(values)]
+    bounds = bound_interval(defined, est.low, est.high, est.n_clusters, span=UNIT if bounded else None,
+                            confidence=confidence, wilson=codes is None)
     nan = math.nan
     interval = boot[j] if boot is not None else None
+    boot_low, boot_high = (interval.low, interval.high) if interval else (nan, nan)
+    notes = [bounds.note, subset]
+    if interval is not None and est.n_tasks and interval.se == 0.0:  # every resample the same: not an interval
+        boot_low = boot_high = nan
+        notes.append("the bootstrap has no spread to resample")
     return MetricEstimate(
-        name=name, value=est.value, low=est.low, high=est.high, se=est.se, df=est.df,
-        boot_low=interval.low if interval else nan, boot_high=interval.high if interval else nan,
-        boot_se=interval.se if interval else nan, n_tasks=est.n_tasks, n_clusters=est.n_clusters,
+        name=name, value=est.value, low=bounds.low, high=bounds.high, se=est.se if est.n_clusters > 1 else nan,
+        df=est.df, boot_low=boot_low, boot_high=boot_high, boot_se=interval.se if interval else nan,
+        n_tasks=est.n_tasks, n_clusters=est.n_clusters, method=bounds.method,
+        note="; ".join(n for n in notes if n),
     )
 
 
@@ -284,7 +304,7 @@ def _slice_dict(s: SliceStatistics, boot: bool) -> dict[str, Any]:
 def _estimate_dict(e: MetricEstimate, boot: bool) -> dict[str, Any]:
     return {
         "value": _clean(e.value), "low": _clean(e.low), "high": _clean(e.high), "se": _clean(e.se), "df": e.df,
-        "n_tasks": e.n_tasks, "n_clusters": e.n_clusters,
+        "n_tasks": e.n_tasks, "n_clusters": e.n_clusters, "method": e.method, "note": e.note,
         "bootstrap": {"low": _clean(e.boot_low), "high": _clean(e.boot_high), "se": _clean(e.boot_se)}
         if boot else None,
     }

@@ -60,11 +60,18 @@ def summarize(
     failures: Mapping[str, int],
     tokens: Mapping[str, int],
     extra: Mapping[str, Any] | None = None,
+    errors: np.ndarray | None = None,
 ) -> RunSummary:
     """Summarise one run (or shard) from per-task attempt and pass counts (one entry per
-    attempted task), every step's latency, failure counts and token totals."""
+    attempted task), every step's latency, failure counts and token totals.
+
+    ``errors`` (per task, aligned with ``attempts``: attempts that were errors, ``ERROR_CATEGORIES``)
+    adds the ``errored`` bucket of ``task_stats`` and ``nel eval stats``: a task whose every attempt was
+    an error is ``errored``, not ``never``. Without it the buckets cannot tell the two apart.
+    """
     n = np.asarray(attempts, dtype=np.int64)
     c = np.asarray(passes, dtype=np.int64)
+    errored = np.zeros(n.shape, dtype=bool) if errors is None else np.asarray(errors, dtype=np.int64) == n
     n_steps = int(n.sum())
     n_pass = int(c.sum())
     max_n = int(n.max()) if len(n) else 0
@@ -83,9 +90,10 @@ def summarize(
         n_errors=sum(v for k, v in failures.items() if k in ERROR_CATEGORIES),
         failures=failures,
         buckets={
-            "always": int(np.sum(c == n)),
+            "always": int(np.sum((c == n) & ~errored)),
             "sometimes": int(np.sum((c > 0) & (c < n))),
-            "never": int(np.sum(c == 0)),
+            "never": int(np.sum((c == 0) & ~errored)),
+            **({} if errors is None else {"errored": int(np.sum(errored))}),
             "missing": max(0, n_tasks - len(n)),
         },
         tokens={name: int(tokens.get(name) or 0) for name in ("prompt_tokens", "completion_tokens", "total_tokens")},
@@ -98,7 +106,9 @@ def summarize_steps(run_id: str, steps: pl.DataFrame, n_tasks: int, n_repeats: i
     """The same summary from a frame of steps (columns ``SUMMARY_COLUMNS``), e.g. in a notebook."""
     import polars as pl
 
-    per_task = steps.group_by("task_idx").agg(pl.len().alias("n"), pl.col("passed").sum().alias("c"))
+    errors = pl.col("failure_category").is_in(sorted(ERROR_CATEGORIES)).fill_null(False)
+    per_task = steps.group_by("task_idx").agg(pl.len().alias("n"), pl.col("passed").sum().alias("c"),
+                                              errors.sum().alias("e"))
     failures = dict(steps.drop_nulls("failure_category").group_by("failure_category").len().iter_rows())
     return summarize(
         run_id,
@@ -109,4 +119,5 @@ def summarize_steps(run_id: str, steps: pl.DataFrame, n_tasks: int, n_repeats: i
         latency_ms=steps["latency_ms"].drop_nulls().to_numpy(),
         failures=failures,
         tokens={name: int(steps[name].sum() or 0) for name in ("prompt_tokens", "completion_tokens", "total_tokens")},
+        errors=per_task["e"].to_numpy(),
     )

@@ -42,7 +42,9 @@ class RunData:
     ``scoring_details.category``, as NeMo Evaluator reads it. ``response_chars`` is the length of the final
     response in characters (null when none came back), for the cost of passing against failing attempts. From
     an export, ``latency_ms`` and the token counts come from ``trajectories.jsonl`` (null without it), and a
-    task with no attempt has a null ``task_id`` (its content hash is not exported).
+    task with no attempt has a null ``task_id`` (its content hash is not exported). From the store, ``tasks``
+    holds every problem index of the run's range: a task of a shard that never ran is there, unattempted,
+    with a null ``task_id``.
     """
 
     run_id: str
@@ -99,8 +101,11 @@ _STORE_METRIC_JOIN = """
 JOIN (SELECT task_idx, repeat, reward, passed FROM step_scores WHERE run_id = $run AND metric = $metric) m
   ON m.task_idx = s.task_idx AND m.repeat = s.repeat
 """
+# run_task_list (views.sql), not run_tasks: each shard lists only its own tasks, so the tasks of a shard that
+# never ran are in the run's problem range but not in run_tasks. They are tasks all the same (no id, never
+# attempted), as the task_stats view counts them.
 _STORE_TASKS = """
-SELECT rt.task_id, rt.task_idx, t.metadata FROM run_tasks rt LEFT JOIN tasks t ON t.task_id = rt.task_id
+SELECT rt.task_id, rt.task_idx, t.metadata FROM run_task_list rt LEFT JOIN tasks t ON t.task_id = rt.task_id
 WHERE rt.run_id = $run
 """
 

@@ -11,6 +11,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any, TextIO
 
 DEFAULT_OUTPUT_DIR = "nel-results"
 
@@ -31,6 +32,16 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a fraction from 0 to 1, got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a fraction from 0 to 1, got {text!r}")
     return value
 
 
@@ -100,6 +111,12 @@ def _add_eval_run(sub: argparse._SubParsersAction) -> None:
         help="continue the latest run of this benchmark in the store (refused, naming each field, "
         "if its configuration differs)",
     )
+    e.add_argument("--retry-errors", action="store_true",
+                   help="with --resume: attempt again the steps that ended in a transport or server failure "
+                        "(429, 5xx, timeouts, dropped connections); the earlier attempts are kept in superseded_steps")
+    e.add_argument("--max-error-rate", type=_fraction, metavar="X",
+                   help="the run fails (exit 1) when more than this fraction of its attempts reached no verdict "
+                        "(transport, server or scorer errors; default 0.5; 1 never fails on errors)")
     e.add_argument("--run-id", help="name the run (all shards of a sharded run share it)")
     e.add_argument("--no-progress", action="store_true", help="no live progress bar")
     w = p.add_argument_group("workers")
@@ -119,7 +136,10 @@ def _add_eval_merge(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("merge", help="merge shard outputs into the store and recompute metrics")
     p.add_argument("dirs", nargs="+", metavar="DIR", help="output dirs or store files holding shard segments")
     p.add_argument("--store", help="store to merge into (default: the first DIR's)")
-    p.set_defaults(func=_handler("eval_run", "cmd_eval_merge"))
+    p.add_argument("--run", action="append", metavar="RUN",
+                   help="answer for this run only (repeatable; default: every run merged now and every sharded run "
+                        "of the store): its missing shards and its export")
+    p.set_defaults(func=_handler("eval_merge", "cmd_eval_merge"))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -248,6 +268,16 @@ def build_parser() -> argparse.ArgumentParser:
                        help="verify each response in a sandbox of its own (benchmarks that run code: humaneval)")
     serve.add_argument("--sandbox-concurrency", type=_positive_int, default=4, metavar="N",
                        help="sandboxes running at once (default 4; more /verify requests wait their turn)")
+    serve.add_argument("--max-response-chars", type=_positive_int, metavar="N",
+                       help="longest response scored; a longer one gets reward 0 and the reason (default: the "
+                            "benchmark's own, 524288 for most)")
+    serve.add_argument("--scoring-workers", type=int, metavar="N",
+                       help="processes scoring responses (default: one per core; 0: in the server's threads, "
+                            "for verifies that wait rather than compute)")
+    serve.add_argument("--header-timeout", type=float, default=30.0, metavar="SECONDS",
+                       help="time a client has to send its request line and headers (default 30; then 408)")
+    serve.add_argument("--body-timeout", type=float, default=60.0, metavar="SECONDS",
+                       help="time a client has to send its request body once the headers are in (default 60)")
     serve.set_defaults(func=_handler("serve_cmd", "cmd_serve"))
 
     imp = sub.add_parser("import", help="bring results made elsewhere into the store")
@@ -293,6 +323,19 @@ def build_parser() -> argparse.ArgumentParser:
     cl = sb_sub.add_parser("clean", help="remove sandbox containers left by a killed run (-9)")
     cl.add_argument("--all", action="store_true", help="every sandbox container, live runs' included")
     cl.set_defaults(func=_handler("sandbox_cmd", "cmd_sandbox_clean"))
+    eng = sb_sub.add_parser("engine", help="the Docker engine that --sandbox docker needs")
+    eng_sub = eng.add_subparsers(dest="engine_command", required=True, metavar="COMMAND")
+    es = eng_sub.add_parser("start", help="start dockerd in the background when no engine answers (root; the "
+                            "code the test suite uses); it keeps running after nel exits")
+    es.add_argument("--log", default="/var/log/nel-dockerd.log",
+                    help="dockerd's log (default /var/log/nel-dockerd.log)")
+    es.set_defaults(func=_handler("sandbox_cmd", "cmd_sandbox_engine_start"))
+
+    doc = sub.add_parser("doctor", help="what this machine can run: Docker, bubblewrap, SLURM, Ray, NeMo Gym, the "
+                         "store, disk space, extras; one line per check with its fix")
+    _store_arg(doc)
+    doc.add_argument("--format", choices=("text", "json"), default="text")
+    doc.set_defaults(func=_handler("doctor", "cmd_doctor"))
 
     sql = sub.add_parser("sql", help="run SQL over the store (live runs included)")
     sql.add_argument("query", nargs="?", help="SQL text (or use --named)")
@@ -315,21 +358,65 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _ClosedPipeGuard:
+    """Standard output that outlives its reader: ``nel eval run ... | head -2`` closes the pipe after two lines,
+    and the next write must not cancel the run's remaining work (its artifacts) nor change its exit code. Once
+    the reader is gone, output goes to /dev/null."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._gone = False
+
+    def write(self, text: str) -> int:
+        if not self._gone:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._divert()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._divert()
+
+    def _divert(self) -> None:
+        self._gone = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, self._stream.fileno())  # what is still buffered is flushed there at exit
+        finally:
+            os.close(devnull)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     from workbench.errors import NelError
 
+    stdout = sys.stdout
+    if not isinstance(stdout, _ClosedPipeGuard):
+        sys.stdout = _ClosedPipeGuard(stdout)  # type: ignore[assignment]
     try:
         return args.func(args)
     except NelError as exc:
-        print(f"nel: error: {exc}", file=sys.stderr)
+        from workbench.secrets import redact_text  # a server's error may quote the key or a keyed URL
+
+        print(redact_text(f"nel: error: {exc}"), file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("nel: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 0
+    finally:
+        sys.stdout.flush()
+        sys.stdout = stdout
 
 
 if __name__ == "__main__":

@@ -102,15 +102,18 @@ def render_comparison(c: Comparison, *, show_flips: bool = False) -> str:
         else:
             lines.append(f"  {label:<22} n/a    ({t.note})")
     lines.append(f"  effect size d_z {_num(s.effect_size, 3)}; smallest change detectable at 80 % power "
-                 f"{_num(s.mde)}; paired tasks needed to detect a drop of {c.max_drop:g}: "
+                 f"{_mde(s.mde, s.n_tasks)}; paired tasks needed to detect a drop of {c.max_drop:g}: "
                  f"{s.tasks_needed if s.tasks_needed is not None else '-'}")
     if c.categories:
+        collapsed = c.collapsed
         lines += ["", f"by {c.category_column} (paired within each)"]
         cat_rows = [("", "tasks", "baseline", "candidate", "delta", "95 % interval", "p (t)", "worse", "better")]
-        cat_rows += [(d.category, str(d.n_tasks), _num(d.baseline), _num(d.candidate), _signed(d.delta),
-                  _ci(d.low, d.high), _p(d.p_value), str(d.n_regressions), str(d.n_improvements))
-                 for d in c.categories]
+        cat_rows += [(d.category + (" !" if d in collapsed else ""), str(d.n_tasks), _num(d.baseline),
+                      _num(d.candidate), _signed(d.delta), _ci(d.low, d.high), _p(d.p_value), str(d.n_regressions),
+                      str(d.n_improvements)) for d in c.categories]
         lines += _table(cat_rows, right=set(range(1, 9)))
+        lines.append("  (interval: paired t, cut to [-1, 1] for scores in [0, 1], widened when few tasks moved"
+                     + ("; !: collapsed, named in the verdict)" if collapsed else ")"))
     lines += ["", "runtime (all attempts)"]
     rows = [("", "baseline", "candidate", "delta")]
     for r in c.runtime:
@@ -129,7 +132,8 @@ def _score_table(c: Comparison) -> list[str]:
         rows.append((m.metric, _num(m.baseline), _num(m.candidate), _signed(m.delta), _ci(m.low, m.high),
                      _ci(m.boot_low, m.boot_high), _ci(m.decision_low, m.decision_high)))
     return [*_table(rows, right={1, 2, 3}),
-            "  (decision interval: the t interval, widened when few tasks moved; the verdict reads it)"]
+            "  (decision interval: the t interval, widened when few tasks moved; the verdict reads it; "
+            f"{c.score.metric}: {c.score.decision_method})"]
 
 
 def _flip_lines(c: Comparison, show_all: bool) -> list[str]:
@@ -207,14 +211,21 @@ def _gate_details(r: BenchmarkResult) -> list[str]:
     lines.append(f"  runs: baseline {r.baseline_run}, candidate {r.candidate_run}")
     lines.append("  p-values: " + ", ".join(f"{_TEST_LABELS.get(t.name, t.name)} {_p(t.p_value)}" for t in s.tests))
     lines.append(f"  t interval {_ci(s.low, s.high)}, bootstrap {_ci(s.boot_low, s.boot_high)}; "
-                 f"d_z {_num(s.effect_size, 3)}; detectable at 80 % power {_num(s.mde)}; "
-                 f"tasks needed for the tolerance {s.tasks_needed if s.tasks_needed is not None else '-'}")
+                 f"d_z {_num(s.effect_size, 3)}; detectable at 80 % power {_mde(s.mde, s.n_tasks)}; "
+                 f"tasks that would settle it {r.tasks_needed if r.tasks_needed is not None else '-'}")
     return lines
 
 
 # ---- formatting ----------------------------------------------------------------------------------
 def _model(model_id: str | None) -> str:
     return f"model {model_id}" if model_id else "model unknown"
+
+
+def _mde(mde: float, n_tasks: int) -> str:
+    """The minimum detectable effect, or why there is none (not ``0.0000``: without spread it is undefined)."""
+    if not math.isnan(mde):
+        return f"{mde:.4f}"
+    return "undefined (no spread in the paired differences)" if n_tasks >= 2 else "- (fewer than two tasks)"
 
 
 def _num(x: float, digits: int = 4) -> str:

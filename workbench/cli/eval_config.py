@@ -40,6 +40,7 @@ def cmd_eval_config(args: argparse.Namespace) -> int:
                 metrics=metric_specs(config, bench), sandbox=bench.sandbox, tools=tool_settings(bench),
                 sandbox_tools=bench.tool_solver.sandbox_tools if bench.tool_solver else True,
                 server_tools=bool(bench.tool_solver and bench.tool_solver.resource_service),
+                max_error_rate=bench.max_error_rate, retry_errors=args.retry_errors,
             )
             if code == 130:  # interrupted: the user wants the suite to stop, not move on
                 return 130

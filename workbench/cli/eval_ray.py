@@ -11,6 +11,7 @@ from workbench.cli import DEFAULT_OUTPUT_DIR
 from workbench.cli.eval_run import check_run_args, read_summary
 from workbench.cli.paths import store_path
 from workbench.errors import UsageError
+from workbench.secrets import url_has_credentials
 from workbench.workers.ray_engine import RayJob, ShardOutcome, run_shards_on_ray
 
 # Flags passed through to every shard as given (``--api-key`` is not: it reaches the tasks as $NEMO_API_KEY).
@@ -20,6 +21,7 @@ _VALUE_FLAGS = (
     ("temperature", "--temperature"), ("top_p", "--top-p"), ("max_tokens", "--max-tokens"), ("seed", "--seed"),
     ("request_timeout", "--request-timeout"), ("max_retries", "--max-retries"),
     ("max_concurrent", "--max-concurrent"), ("run_id", "--run-id"), ("sandbox", "--sandbox"),
+    ("max_error_rate", "--max-error-rate"),
 )
 
 
@@ -50,6 +52,8 @@ def shard_argv(args: argparse.Namespace, store: Path, output_dir: Path) -> list[
         argv += ["--store", str(store), "--output-dir", str(output_dir)]
     if args.resume:
         argv.append("--resume")
+    if args.retry_errors:
+        argv.append("--retry-errors")
     return [*argv, "--no-progress"]
 
 
@@ -75,6 +79,10 @@ def cmd_eval_ray(args: argparse.Namespace) -> int:
         raise UsageError("--background: not with --engine ray (the Ray cluster runs the shards; "
                          "use `ray job submit -- nel eval run …` to leave them running)")
     check_run_args(args)
+    if args.model_url and url_has_credentials(args.model_url):
+        raise UsageError("--model-url: carries credentials (user:password@ or a key in its query string), which "
+                         "every Ray task's arguments would show; pass the key in $NEMO_API_KEY, or run a config "
+                         "file whose url reads it from the environment (url: ...?key=${VAR})")
     shards = getattr(args, "shards", None) or 1
     store, output_dir = _where(args)
     store.parent.mkdir(parents=True, exist_ok=True)

@@ -8,6 +8,7 @@ import contextlib
 import os
 import signal
 import sys
+import tempfile
 from collections.abc import Coroutine, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-from workbench.analysis.artifacts import export_run, run_summary
+from workbench.analysis.artifacts import atomic_open, export_run, run_summary
 from workbench.analysis.run_summary import RunSummary, summarize
 from workbench.cli import DEFAULT_OUTPUT_DIR
 from workbench.cli.paths import store_path
@@ -24,13 +25,15 @@ from workbench.cli.render import render_summary
 from workbench.engine import RunProgress, RunResult, Shard, run_evaluation, shard_from_env
 from workbench.engine.metrics import MetricSpec, MetricSuite
 from workbench.engine.plan import RunPlan
+from workbench.engine.run import DEFAULT_MAX_ERROR_RATE
 from workbench.environments import EvalEnvironment, get_environment
-from workbench.errors import UsageError
+from workbench.errors import UsageError, path_error
+from workbench.limits import MAX_CONCURRENT, MAX_REPEATS
 from workbench.model.config import ModelConfig, infer_protocol
 from workbench.sandbox.spec import SandboxSpec
 from workbench.solvers import SimpleSolver
 from workbench.solvers.tool_calling import ToolCallingSettings, ToolCallingSolver
-from workbench.store import ingest, open_store, resolve_store_path
+from workbench.store import open_store
 
 T = TypeVar("T")
 
@@ -79,7 +82,7 @@ def read_summary(store: Path, run_id: str, shard: Shard | None = None) -> RunSum
     o = s.run_outcomes(run_id, shard.idx)
     return summarize(
         run_id, n_tasks=n_tasks, n_repeats=n_repeats, attempts=o.attempts, passes=o.passes,
-        latency_ms=o.latency_ms, failures=o.failures, tokens=o.tokens,
+        latency_ms=o.latency_ms, failures=o.failures, tokens=o.tokens, errors=o.errors,
     )
 
 
@@ -102,7 +105,10 @@ def metric_lines(store: Path, run_id: str, names: Sequence[str]) -> list[str]:
 
 def write_summary_json(output_dir: Path, summary: RunSummary, result: RunResult | None, name: str) -> Path:
     folder = output_dir / "runs" / summary.run_id
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise path_error(folder, exc, "make the run's directory") from None
     data = asdict(summary)
     data["pass_at_k"] = {str(k): asdict(v) for k, v in summary.pass_at_k.items()}
     data["latency_ms"] = {f"p{k}": v for k, v in summary.latency_ms.items()}
@@ -112,7 +118,8 @@ def write_summary_json(output_dir: Path, summary: RunSummary, result: RunResult 
         data["steps_per_s"] = result.steps_written / result.elapsed_s if result.elapsed_s else None
         data["store"] = str(result.store)
     path = folder / name
-    path.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY))
+    with atomic_open(path) as fh:  # whole or absent: a full disk must not leave a zero-byte summary.json behind
+        fh.write(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY))
     return path
 
 
@@ -142,9 +149,15 @@ def execute_run(
     run_id: str | None, show_progress: bool, resume_key: str | None = None,
     metrics: Sequence[MetricSpec] | None = None, sandbox: SandboxSpec | None = None,
     tools: ToolCallingSettings | None = None, sandbox_tools: bool = True, server_tools: bool = False,
+    max_error_rate: float = DEFAULT_MAX_ERROR_RATE, retry_errors: bool = False,
 ) -> int:
     """One benchmark, start to end. ``tools``: the tool-calling solver, with the sandbox's tools
-    (``sandbox_tools``) and/or the benchmark's own Gym resources server's tools (``server_tools``)."""
+    (``sandbox_tools``) and/or the benchmark's own Gym resources server's tools (``server_tools``).
+
+    Every file (summary, export) is written before anything is printed: a closed standard output (``| head``)
+    must not cost the run its artifacts."""
+    writable_dir(output_dir, "output directory")
+    writable_dir(store.parent, "store directory")
     env = get_environment(bench)
     suite = None if metrics is None else MetricSuite(env, metrics)
     n_repeats = repeats or int(env.describe().get("default_repeats", 1) or 1)
@@ -177,11 +190,13 @@ def execute_run(
             def on_start(progress: RunProgress, plan: RunPlan) -> None:
                 holder.append(progress)
                 where = f" shard {shard.idx + 1}/{shard.total}," if shard.sharded else ""
-                verb = "resuming" if plan.done else "starting"
+                verb = "resuming" if plan.done or plan.retry else "starting"
+                notes = ([f"{len(plan.done)} already done"] if plan.done else []) + (
+                    [f"{len(plan.retry)} errored, attempted again"] if plan.retry else [])
                 print(
                     f"nel: {verb} run {plan.run_id}:{where} {bench} problems {plan.shard_start}..{plan.shard_end - 1}"
                     f" x {plan.n_repeats} repeats = {plan.shard_steps} steps"
-                    + (f" ({len(plan.done)} already done)" if plan.done else ""),
+                    + (f" ({'; '.join(notes)})" if notes else ""),
                     file=sys.stderr,
                 )
 
@@ -190,8 +205,8 @@ def execute_run(
                 problem_range=problem_range, max_concurrent=max_concurrent, shard=shard, run_id=run_id,
                 resume=resume, resume_key=resume_key,
                 config={"request_timeout": model.request_timeout, "max_retries": model.max_retries,
-                        **launch_config()},
-                on_start=on_start, metrics=suite,
+                        "max_error_rate": max_error_rate, **launch_config()},
+                on_start=on_start, metrics=suite, max_error_rate=max_error_rate, retry_errors=retry_errors,
             ))
 
     try:
@@ -200,25 +215,49 @@ def execute_run(
         print("nel: run interrupted; completed steps are kept; rerun with --resume to continue", file=sys.stderr)
         return 130
     summary = read_summary(store, result.run_id, shard)
-    rate = result.steps_written / result.elapsed_s if result.elapsed_s > 0 else 0.0
-    what = f"shard {shard.idx + 1}/{shard.total} of run" if shard.sharded else "run"
-    title = (
-        f"{what} {result.run_id} {result.status}: {result.steps_written} new steps in {result.elapsed_s:.1f} s "
-        f"({rate:,.0f} steps/s)" + (f", {result.steps_skipped} kept from before" if result.steps_skipped else "")
-    )
-    print(render_summary(summary, store=store, title=title))
-    if suite is not None and not shard.sharded:
-        for line in metric_lines(store, result.run_id, suite.names):
-            print(line)
     name = f"summary-shard-{shard.idx}.json" if shard.sharded else "summary.json"
     path = write_summary_json(output_dir, summary, result, name)
-    print(f"  summary  {path}")
+    export = None
     if result.ingested and not shard.sharded:
         export = export_run(store, result.run_id, output_dir / "runs" / result.run_id)
-        print(f"  export   {export.bundle} (+ results, trajectories, runtime stats, failure analysis)")
+    lines = [render_summary(summary, store=store, title=_run_title(result, shard))]
+    if suite is not None and not shard.sharded:
+        lines += metric_lines(store, result.run_id, suite.names)
+    lines.append(f"  summary  {path}")
+    if export is not None:
+        lines.append(f"  export   {export.bundle} (+ results, trajectories, runtime stats, failure analysis)")
     if shard.sharded:
-        print(f"  next     when all {shard.total} shards are done: nel eval merge {store}")
+        lines.append(f"  next     when all {shard.total} shards are done: nel eval merge {store}")
+    print("\n".join(lines))
+    if result.error is not None:
+        print(f"nel: run {result.run_id} failed: {result.error}", file=sys.stderr)
     return 0 if result.status == "complete" else 1
+
+
+def _run_title(result: RunResult, shard: Shard) -> str:
+    """The summary's first line: what ended how, led by the errored attempts when there are any."""
+    rate = result.steps_written / result.elapsed_s if result.elapsed_s > 0 else 0.0
+    what = f"shard {shard.idx + 1}/{shard.total} of run" if shard.sharded else "run"
+    errors = (f"{result.n_errors} of {result.n_steps} attempts errored (no verdict); " if result.n_errors else "")
+    return (
+        f"{what} {result.run_id} {result.status}: {errors}{result.steps_written} new steps in "
+        f"{result.elapsed_s:.1f} s ({rate:,.0f} steps/s)"
+        + (f", {result.steps_skipped} kept from before" if result.steps_skipped else "")
+    )
+
+
+def writable_dir(path: Path, what: str) -> Path:
+    """``path`` as a directory this process can write, made if missing; else one line naming it (exit 2)."""
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{path}: the {what} is a file, not a directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".nel-write-check-", dir=path)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise path_error(path, exc, f"write to the {what}") from None
+    return path
 
 
 _FLAG_ONLY = {
@@ -228,6 +267,7 @@ _FLAG_ONLY = {
     "max_tokens": "--max-tokens", "seed": "--seed", "stop": "--stop", "store": "--store", "run_id": "--run-id",
     "request_timeout": "--request-timeout", "max_retries": "--max-retries", "max_concurrent": "--max-concurrent",
     "output_dir": "--output-dir", "benchmark_file": "--benchmark-file", "sandbox": "--sandbox",
+    "max_error_rate": "--max-error-rate",
 }
 
 
@@ -241,6 +281,10 @@ def check_run_args(args: argparse.Namespace) -> None:
         return
     if args.override:
         raise UsageError("-O: overrides apply to a config file; give one, or use the flags")
+    if args.repeats is not None:
+        MAX_REPEATS.check("--repeats", args.repeats)
+    if args.max_concurrent is not None:
+        MAX_CONCURRENT.check("--max-concurrent", args.max_concurrent)
     missing = [flag for dest, flag in (("bench", "-b/--bench"), ("model_url", "--model-url"),
                                       ("model_id", "--model-id")) if not getattr(args, dest)]
     if missing:
@@ -266,6 +310,8 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
     if engine == "ray" and background:
         raise UsageError("--background: not with --engine ray (the Ray cluster runs the shards; "
                          "use --engine local for background shard processes)")
+    if args.retry_errors and not args.resume:
+        raise UsageError("--retry-errors: only with --resume (it attempts again the errored steps of a stored run)")
     if (background or shards is not None) and engine == "local" and args.resume:
         raise UsageError("--resume: not with --background or --shards; continue a background run "
                          "with `nel eval resume RUN`")
@@ -299,30 +345,9 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
         run_id=args.run_id,
         show_progress=not args.no_progress,
         sandbox=None if args.sandbox is None else SandboxSpec(type=args.sandbox),
+        max_error_rate=DEFAULT_MAX_ERROR_RATE if args.max_error_rate is None else args.max_error_rate,
+        retry_errors=args.retry_errors,
     )
-
-
-def cmd_eval_merge(args: argparse.Namespace) -> int:
-    sources = [resolve_store_path(d) for d in args.dirs]
-    for src in sources:
-        if not src.exists() and not src.with_name(src.name + ".segments").exists():
-            raise UsageError(f"{src}: nothing to merge here (no store and no shard segments)")
-    target = resolve_store_path(args.store) if args.store else sources[0]
-    report = ingest(target, sources=sources, bulk=True)
-    print(f"merged into {target}: {report.steps_added} new steps from {report.shards_ingested} finished shards")
-    for run_id, status in sorted(report.runs.items()):
-        missing = report.missing_shards.get(run_id)
-        note = f"; missing shards: {', '.join(map(str, missing))}" if missing else ""
-        print(f"  run {run_id}: {status}{note}")
-        summary = read_summary(target, run_id)
-        est = summary.pass_at_k.get(1)
-        if est is not None:
-            print(f"    pass@1 {est.value:.4f}  95% CI [{est.low:.4f}, {est.high:.4f}]  "
-                  f"({summary.n_steps}/{summary.n_steps_expected} steps)")
-        if status == "complete":
-            export = export_run(target, run_id, target.parent / "runs" / run_id)
-            print(f"    export {export.bundle}")
-    return 1 if report.missing_shards else 0
 
 
 def scoring_overrides(overrides: Sequence[str]) -> dict[str, Any]:

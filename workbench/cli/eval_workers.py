@@ -29,7 +29,7 @@ _INTERRUPTED = 130
 _PASS_ON = {
     "protocol": "--protocol", "system_prompt": "--system-prompt", "temperature": "--temperature", "top_p": "--top-p",
     "max_tokens": "--max-tokens", "seed": "--seed", "request_timeout": "--request-timeout",
-    "max_retries": "--max-retries", "sandbox": "--sandbox",
+    "max_retries": "--max-retries", "sandbox": "--sandbox", "max_error_rate": "--max-error-rate",
 }
 
 

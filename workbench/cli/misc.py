@@ -3,11 +3,34 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
+from typing import TYPE_CHECKING
 
 import orjson
 
 from workbench.errors import UsageError
+
+if TYPE_CHECKING:
+    import polars as pl
+
+_CONTROLS = [chr(c) for c in (*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0))]
+"""What a terminal acts on instead of showing: C0 controls but tab and newline (ESC opens ANSI colours and OSC
+sequences: OSC 52 writes the clipboard, OSC 8 hides a link), DEL, and the C1 controls (0x9b is a one-byte CSI)."""
+_UNSAFE = re.compile("[" + re.escape("".join(_CONTROLS)) + "]")
+
+
+def shown(text: str) -> str:
+    """``text`` with every control character a terminal would act on written as ``--format json`` writes it
+    (ESC as ``\u001b``): a response or answer in the store is data, and must never drive the terminal."""
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m[0]):04x}", text)
+
+
+def _escaped(frame: pl.DataFrame) -> pl.DataFrame:
+    """String columns escaped before the table is laid out, so the columns stay aligned."""
+    import polars as pl
+
+    return frame.with_columns(pl.col(pl.String).str.replace_many(_CONTROLS, [shown(c) for c in _CONTROLS]))
 
 
 def cmd_model_mock(args: argparse.Namespace) -> int:
@@ -42,15 +65,20 @@ def cmd_sql(args: argparse.Namespace) -> int:
         frame = store.sql(query)
     except duckdb.Error as exc:
         raise UsageError(f"SQL error: {' '.join(str(exc).split())}") from None
+    # every format is escaped as a whole: column names, and strings inside lists or structs, too
     if args.format == "csv":
-        sys.stdout.write(frame.write_csv())
-    elif args.format == "json":
-        sys.stdout.write(frame.write_json() + "\n")
+        nested = [name for name, dtype in frame.schema.items() if dtype.is_nested()]
+        if nested:
+            raise UsageError(f"--format csv cannot hold nested columns ({', '.join(map(shown, nested))}); "
+                             "use --format json")
+        sys.stdout.write(shown(frame.write_csv()))
+    elif args.format == "json":  # polars escapes C0 controls but not DEL or C1: the same JSON, escaped
+        sys.stdout.write(shown(frame.write_json()) + "\n")
     else:
         with pl.Config(tbl_rows=-1, tbl_cols=-1, fmt_str_lengths=60, tbl_width_chars=200,
                        tbl_hide_dataframe_shape=True, tbl_formatting="ASCII_MARKDOWN",
                        tbl_hide_column_data_types=True, tbl_hide_dtype_separator=True):
-            print(frame)
+            print(shown(str(_escaped(frame))))
         print(f"({frame.height} row{'s' if frame.height != 1 else ''})")
     return 0
 

@@ -15,13 +15,17 @@ def render_summary(summary: RunSummary, *, store: Path, title: str) -> str:
     s = summary
     lines = [title]
     for k, est in s.pass_at_k.items():
+        method = "" if est.method == "t" else f", {est.method}"
         lines.append(
-            f"  pass@{k:<3} {est.value:.4f}  95% CI [{est.low:.4f}, {est.high:.4f}]  ({est.n_tasks} tasks)"
+            f"  pass@{k:<3} {est.value:.4f}  95% CI [{est.low:.4f}, {est.high:.4f}]  ({est.n_tasks} tasks{method})"
         )
+        if est.note:
+            lines.append(f"           {est.note}")
     b = s.buckets
+    errored = f", {b['errored']} errored" if "errored" in b else ""
     lines.append(
         f"  tasks    {s.n_tasks_attempted}/{s.n_tasks} attempted: {b['always']} always pass, "
-        f"{b['sometimes']} sometimes, {b['never']} never, {b['missing']} missing"
+        f"{b['sometimes']} sometimes, {b['never']} never{errored}, {b['missing']} missing"
     )
     lines.append(
         f"  steps    {s.n_steps}/{s.n_steps_expected}: {s.n_pass} passed, {s.n_wrong} wrong answers, "

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 
 from workbench.errors import UsageError
+from workbench.secrets import register_secret
 
 TOKEN_ENV = "NEL_SERVE_TOKEN"
 
@@ -15,14 +17,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from workbench.environments import get_environment
     from workbench.serve.runner import READY_PREFIX, bind, is_loopback
 
-    token = args.auth_token or os.environ.get(TOKEN_ENV) or None
+    token = register_secret(args.auth_token or os.environ.get(TOKEN_ENV) or None)  # never in a log line
+    _check_limits(args)
     if not is_loopback(args.host):
         if not args.allow_remote:
             raise UsageError(f"--host {args.host} is reachable from other machines; pass --allow-remote "
                              f"(with --auth-token or ${TOKEN_ENV}) to serve beyond loopback")
         if not token:
             raise UsageError(f"--allow-remote needs a token: --auth-token TOKEN or ${TOKEN_ENV}")
-    env = get_environment(resolve_bench(args.bench, args.benchmark_file))
+    bench = resolve_bench(args.bench, args.benchmark_file)
+    env = get_environment(bench)
     if args.export_data:
         from workbench.serve.export import export_data
 
@@ -51,13 +55,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from workbench.serve.app import create_app
     from workbench.serve.runner import serve
+    from workbench.serve.scoring import EnvSource, ProcessScoring, default_workers
+    from workbench.serve.slow_clients import ReadTimeouts
 
-    app = create_app(env, gym_compat=args.gym_compat, auth_token=token, max_body_bytes=args.max_body_bytes,
-                     sandboxes=sandboxes)
     try:
         sock = bind(args.host, args.port)
     except OSError as exc:
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
+    workers = default_workers() if args.scoring_workers is None else args.scoring_workers
+    pool = None
+    if sandboxes is None and workers > 0:  # a sandboxed verify awaits its sandbox: nothing to score here
+        files = (*(args.benchmark_file or ()), *((args.bench,) if args.bench.endswith(".py") else ()))
+        pool = ProcessScoring(EnvSource(bench, tuple(os.path.abspath(f) for f in files)), workers)
     mode = (", gym-compat" if args.gym_compat else "") + (f", {sandboxes.backend} sandboxes" if sandboxes else "")
     auth = ", token required" if token else ""
 
@@ -65,5 +74,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"{READY_PREFIX}{env.name} ({len(env)} problems) at {url}{mode}{auth}", flush=True)
 
     with sock:
-        serve(app, sock, ready)
+        try:
+            if pool is not None:
+                pool.start()
+            app = create_app(env, gym_compat=args.gym_compat, auth_token=token, max_body_bytes=args.max_body_bytes,
+                             sandboxes=sandboxes, scoring=pool, max_response_chars=args.max_response_chars)
+            serve(app, sock, ready, ReadTimeouts(header=args.header_timeout, body=args.body_timeout))
+        finally:
+            if pool is not None:
+                pool.close()
     return 0
+
+
+def _check_limits(args: argparse.Namespace) -> None:
+    for flag, seconds in (("--header-timeout", args.header_timeout), ("--body-timeout", args.body_timeout)):
+        if not (seconds > 0 and math.isfinite(seconds)):
+            raise UsageError(f"{flag}: expected a positive number of seconds, got {seconds:g}")
+    if args.scoring_workers is not None and args.scoring_workers < 0:
+        raise UsageError(f"--scoring-workers: expected 0 or more, got {args.scoring_workers}")

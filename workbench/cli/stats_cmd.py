@@ -37,20 +37,27 @@ def render_stats(stats: RunStatistics) -> str:
     lines = [
         f"run {stats.run_id} ({stats.benchmark}{model}), metric {stats.metric}",
         f"  {o.n_tasks} tasks x {stats.n_repeats} repeats: {o.n_tasks_attempted} attempted, {o.n_attempts} attempts, "
-        f"{o.n_pass} passed, {o.n_errors} errored (no answer came back; counted as failures)",
+        f"{o.n_pass} passed, {o.n_errors} errored (no verdict: the exchange or the scorer failed; counted as "
+        "failures)",
         f"  {_method(stats)}",
         "",
     ]
     slices = (o, *stats.slices)
-    rows: list[tuple[str, ...]] = [("slice", "metric", "value", "95% CI analytic", "95% CI bootstrap", "tasks")]
+    rows: list[tuple[str, ...]] = [("slice", "metric", "value", "95% CI analytic", "method", "95% CI bootstrap",
+                                    "tasks")]
+    notes: list[str] = []
     for s in slices:
         estimates = list(s.pass_at_k.values()) + ([] if stats.binary else [s.mean_reward])
         for i, e in enumerate(estimates):
-            spread = e.n_clusters >= 2  # one task (or cluster) says nothing about the spread
-            rows.append((s.label if i == 0 else "", e.name, _num(e.value), _ci(e.low, e.high) if spread else "-",
-                         _ci(e.boot_low, e.boot_high) if stats.n_resamples and spread else "-", str(e.n_tasks)))
-    lines += _table(rows, right={2, 5})
-    lines.append("  (-: no interval, fewer than two independent tasks or clusters, or no bootstrap)")
+            mark = ""
+            if e.note:
+                notes.append(f"  [{len(notes) + 1}] {s.label} {e.name}: {e.note}")
+                mark = f" [{len(notes)}]"
+            rows.append((s.label if i == 0 else "", e.name, _num(e.value), _ci(e.low, e.high), e.method,
+                         _ci(e.boot_low, e.boot_high) if stats.n_resamples else "-", f"{e.n_tasks}{mark}"))
+    lines += _table(rows, right={2, 6})
+    lines.append("  (-: no interval; tasks: those that define the number, for pass@k those with at least k attempts)")
+    lines += notes
     lines.append("")
     buckets = [b for b in BUCKETS if b != "missing"]
     counts: list[tuple[str, ...]] = [("slice", "tasks", "attempts", "passed", "errors", *buckets, "missing")]
@@ -58,18 +65,20 @@ def render_stats(stats: RunStatistics) -> str:
         counts.append((s.label, str(s.n_tasks), str(s.n_attempts), str(s.n_pass), str(s.n_errors),
                        *(str(s.buckets[b]) for b in buckets), str(s.buckets["missing"])))
     lines += _table(counts, right=set(range(1, len(counts[0]))))
-    lines.append("  errors: attempts with no answer (counted as failures); always..missing: tasks by outcome "
-                 "(errored: every attempt errored; missing: no attempt)")
+    lines.append("  errors: attempts without a verdict (counted as failures); always..missing: tasks by outcome "
+                 "(errored: every attempt an error; missing: no attempt, a shard that never ran included)")
     lines.append("")
     lines += _variance(o)
     return "\n".join(lines)
 
 
 def _method(stats: RunStatistics) -> str:
-    analytic = "Student t on the across-task standard error"
+    analytic = ("Wilson score when every task scored 0 or 1, else Student t on the across-task standard error, "
+                "cut to [0, 1] and never narrower than the zero-spread floor")
     units = "task"
     if stats.cluster:
-        analytic = f"cluster-robust t (clustered by {stats.cluster}, {stats.overall.pass_at_k[1].n_clusters} clusters)"
+        analytic = (f"cluster-robust t (clustered by {stats.cluster}, {stats.overall.pass_at_k[1].n_clusters} "
+                    "clusters), cut to [0, 1] and never narrower than the zero-spread floor")
         units = f"{stats.cluster} cluster"
     boot = (f"{stats.n_resamples:,} {units} resamples, seed {stats.seed}" if stats.n_resamples else "not run")
     return f"95% intervals: analytic = {analytic}; bootstrap = {boot}"

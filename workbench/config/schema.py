@@ -17,9 +17,11 @@ from workbench.config.agent import TOOL_SOLVER_KEYS, ToolSolver, benchmark_sandb
 from workbench.config.cluster import Cluster, parse_cluster
 from workbench.config.loader import Located
 from workbench.errors import UsageError
+from workbench.limits import MAX_CONCURRENT, MAX_REPEATS, Limit
 from workbench.sandbox.spec import SandboxSpec
 from workbench.scoring import check_params, scorer_names
 from workbench.scoring.judge import check_template
+from workbench.secrets import register_secret
 
 NOT_YET: dict[str, str] = {}
 JUDGE = "judge"
@@ -82,6 +84,8 @@ class Benchmark:
     max_problems: int | None = None
     max_concurrent: int = 64
     timeout: float = 120.0
+    max_error_rate: float = 0.5
+    """The run fails when more than this fraction of its attempts reached no verdict (``--max-error-rate``)."""
     system_prompt: str | None = None
     sandbox: SandboxSpec | None = None
     tool_solver: ToolSolver | None = None
@@ -138,6 +142,19 @@ class _Checker:
                 raise self.fail(path, f"expected a whole number, got {_kind(value)}")
             if value < minimum:
                 raise self.fail(path, f"must be at least {minimum}, got {value}")
+            return value
+
+        return check
+
+    def limited(self, limit: Limit) -> Callable[[Any, str], int]:
+        """A whole number from 1 up to ``limit`` (see ``workbench.limits``)."""
+        at_least_one = self.integer(1)
+
+        def check(value: Any, path: str) -> int:
+            value = at_least_one(value, path)
+            reason = limit.exceeded(value)
+            if reason is not None:
+                raise self.fail(path, f"{value:,} is {reason}")
             return value
 
         return check
@@ -211,7 +228,7 @@ def _service(c: _Checker, name: str, value: Any, path: str) -> Service:
         url=c.get(s, "url", path, c.string, required=True),
         model=c.get(s, "model", path, c.string, required=True),
         protocol=protocol,
-        api_key=c.get(s, "api_key", path, c.string),
+        api_key=register_secret(c.get(s, "api_key", path, c.string)),  # as given, or as ${VAR} expanded it
         generation=c.get(s, "generation", path, lambda v, p: _generation(c, v, p), default=Generation()),
     )
 
@@ -270,7 +287,7 @@ def _scoring(c: _Checker, value: Any, path: str, services: dict[str, Service], s
 def _benchmark(c: _Checker, value: Any, path: str, services: dict[str, Service],
                known: Callable[[str], bool], sandboxes: dict[str, SandboxSpec]) -> Benchmark:
     b = c.mapping(value, path, ("name", "solver", "scoring", "max_problems", "repeats", "max_concurrent", "timeout",
-                                "system_prompt", "sandbox"))
+                                "system_prompt", "sandbox", "max_error_rate"))
     name = c.get(b, "name", path, c.string, required=True)
     if not known(name):
         raise c.fail(f"{path}.name", f"unknown benchmark {name!r} (see `nel list`)")
@@ -300,10 +317,11 @@ def _benchmark(c: _Checker, value: Any, path: str, services: dict[str, Service],
         service=service,
         path=path,
         scoring=c.get(b, "scoring", path, lambda v, p: _scoring(c, v, p, services, service)),
-        repeats=c.get(b, "repeats", path, c.integer(1)),
+        repeats=c.get(b, "repeats", path, c.limited(MAX_REPEATS)),
         max_problems=c.get(b, "max_problems", path, c.integer(1)),
-        max_concurrent=c.get(b, "max_concurrent", path, c.integer(1), default=64),
+        max_concurrent=c.get(b, "max_concurrent", path, c.limited(MAX_CONCURRENT), default=64),
         timeout=c.get(b, "timeout", path, c.number(0.0, 86400.0, open_low=True), default=120.0),
+        max_error_rate=c.get(b, "max_error_rate", path, c.number(0.0, 1.0), default=0.5),
         system_prompt=system_prompt if system_prompt is not None else solver_prompt,
         sandbox=sandbox,
         tool_solver=tool_solver(c, solver, f"{path}.solver", services, sandbox is not None, name)

@@ -8,7 +8,7 @@ store already holds so none is repeated.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,8 @@ from workbench import __version__
 from workbench.engine.identity import identity_diff, identity_hash, new_run_id, shared_run_id
 from workbench.engine.sharding import Shard
 from workbench.errors import UsageError
+from workbench.limits import MAX_REPEATS, MAX_STEPS
+from workbench.model.failures import ERROR_CATEGORIES, RETRYABLE_CATEGORIES
 from workbench.store.layout import segments_root
 from workbench.store.reader import Store
 
@@ -35,6 +37,10 @@ class RunPlan:
     shard: Shard
     created_at: float
     done: frozenset[tuple[int, int]]
+    done_errors: int = 0
+    """How many of the ``done`` steps errored (the run's error rate counts them with the new ones)."""
+    retry: dict[tuple[int, int], int] = field(default_factory=dict)
+    """Steps to attempt again (``--retry-errors``), each with the number of its new attempt."""
 
     @property
     def n_tasks(self) -> int:
@@ -83,11 +89,31 @@ def _latest_run(store: Path, benchmark: str, resume_key: str | None) -> dict[str
     )
 
 
-def _done_keys(store: Path, run_id: str, lo: int, hi: int) -> frozenset[tuple[int, int]]:
-    # The range is applied here, not in SQL: DuckDB 1.5 pushes a range filter through the live
-    # view's QUALIFY into read_json and fails with an internal error.
-    rows = Store(store).rows("SELECT task_idx, repeat FROM steps WHERE run_id = ?", [run_id])
-    return frozenset((int(i), int(r)) for i, r in rows if lo <= i < hi)
+@dataclass(frozen=True, slots=True)
+class DoneSteps:
+    """What the store holds of a shard already: the steps not to attempt again, how many of them errored,
+    and, with ``--retry-errors``, the steps to attempt again with the number their new attempt gets."""
+
+    keys: frozenset[tuple[int, int]] = frozenset()
+    n_errors: int = 0
+    retry: dict[tuple[int, int], int] = field(default_factory=dict)
+
+
+def _done_steps(store: Path, run_id: str, lo: int, hi: int, retry_errors: bool) -> DoneSteps:
+    keys: set[tuple[int, int]] = set()
+    retry: dict[tuple[int, int], int] = {}
+    n_errors = 0
+    for idx, rep, category, attempt in Store(store, runs=[run_id]).rows(
+        "SELECT task_idx, repeat, failure_category, coalesce(attempt, 0) FROM steps "
+        "WHERE run_id = ? AND task_idx >= ? AND task_idx < ?", [run_id, lo, hi],
+    ):
+        key = (int(idx), int(rep))
+        if retry_errors and category in RETRYABLE_CATEGORIES:
+            retry[key] = int(attempt) + 1
+            continue
+        keys.add(key)
+        n_errors += category in ERROR_CATEGORIES
+    return DoneSteps(frozenset(keys), n_errors, retry)
 
 
 def _check_same_identity(existing: dict[str, Any], identity: dict[str, Any], run_id: str) -> None:
@@ -111,10 +137,13 @@ def plan_run(
     run_id: str | None,
     resume: bool,
     resume_key: str | None = None,
+    retry_errors: bool = False,
 ) -> RunPlan:
     if n_repeats < 1:
         raise UsageError(f"--repeats must be at least 1, got {n_repeats}")
+    MAX_REPEATS.check("repeats", n_repeats)
     start, end = problem_bounds(size, max_problems, problem_range)
+    MAX_STEPS.check(f"{end - start:,} problems x {n_repeats:,} repeats =", (end - start) * n_repeats)
     identity = {**identity, "n_repeats": n_repeats, "problem_start": start, "problem_end": end}
     ident_hash = identity_hash(identity)
     lo, hi = shard.slice(start, end)
@@ -135,8 +164,9 @@ def plan_run(
             _check_same_identity(existing, identity, run_id)
     if run_id is None:
         run_id = new_run_id(benchmark)
-    done = _done_keys(store, run_id, lo, hi) if existing is not None else frozenset()
-    if done and not resume:
+    prior = _done_steps(store, run_id, lo, hi, retry_errors) if existing is not None else DoneSteps()
+    done = prior.keys
+    if (done or prior.retry) and not resume:
         raise UsageError(
             f"run {run_id} already has {len(done)} steps for problems {lo}..{hi - 1}; "
             "pass --resume to continue it, or --run-id to start another"
@@ -154,6 +184,8 @@ def plan_run(
         shard=shard,
         created_at=created,
         done=done,
+        done_errors=prior.n_errors,
+        retry=prior.retry,
     )
 
 

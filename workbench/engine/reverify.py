@@ -20,10 +20,11 @@ import orjson
 
 from workbench import __version__
 from workbench.engine.identity import identity_hash
+from workbench.engine.verdicts import answer_category, verify_safely
 from workbench.environments import get_environment
 from workbench.environments.base import VerifyResult
 from workbench.errors import UsageError
-from workbench.model.failures import ERROR_CATEGORIES, classify_answer
+from workbench.model.failures import NO_ANSWER_CATEGORIES
 from workbench.scoring import get_scorer, scorer_names
 from workbench.store.ingest import ingest
 from workbench.store.reader import Store
@@ -135,11 +136,11 @@ def _rescored(step: dict[str, Any], new_id: str, verify: Callable[..., VerifyRes
     for key in ("messages", "tool_calls", "scoring_details", "metadata"):
         if row[key] is not None:
             row[key] = str(row[key])
-    if row["failure_category"] in ERROR_CATEGORIES:
-        return row  # no response came back: nothing to score again
+    if row["failure_category"] in NO_ANSWER_CATEGORIES:
+        return row  # no response came back: nothing to score again (a scorer_error's response is scored again)
     response = row["response"] or ""
     t0 = time.perf_counter()
-    verdict = verify(response, row["expected_answer"] or "", **(_loads(row["metadata"]) or {}))
+    verdict = verify_safely(verify, response, row["expected_answer"] or "", _loads(row["metadata"]) or {})
     verify_ms = (time.perf_counter() - t0) * 1000.0
     counts["rescored"] += 1
     counts["changed"] += float(verdict.reward) != step["reward"]
@@ -149,7 +150,7 @@ def _rescored(step: dict[str, Any], new_id: str, verify: Callable[..., VerifyRes
         extracted_answer=verdict.extracted_answer,
         scoring_method=verdict.scoring_details.get("method"),
         scoring_details=orjson.dumps(verdict.scoring_details).decode(),
-        failure_category=classify_answer(response, verdict.reward, verdict.extracted_answer),
+        failure_category=answer_category(response, verdict),
         verify_ms=verify_ms,
         latency_ms=(row["seed_ms"] or 0.0) + (row["model_ms"] or 0.0) + verify_ms,
     )

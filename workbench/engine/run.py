@@ -25,10 +25,12 @@ from workbench.engine.metrics import MetricSuite, MetricWorker
 from workbench.engine.plan import RunPlan, plan_run, run_header
 from workbench.engine.progress import RunProgress, StepListener
 from workbench.engine.sharding import Shard
-from workbench.environments.base import EvalEnvironment, SeedResult, VerifyResult
-from workbench.errors import RunFailed, UsageError
+from workbench.engine.verdicts import answer_category, scorer_failed
+from workbench.environments.base import EvalEnvironment, SeedResult, VerifyResult, too_long
+from workbench.errors import NelError, RunFailed, UsageError
+from workbench.limits import MAX_CONCURRENT
 from workbench.model.client import FatalModelError
-from workbench.model.failures import classify_answer
+from workbench.model.failures import ERROR_CATEGORIES
 from workbench.solvers.base import AttemptContext, Solver, SolverOutput, SolverWorker
 from workbench.solvers.tool_calling import tool_failures
 from workbench.store.ingest import ingest
@@ -37,6 +39,27 @@ from workbench.store.writer import ShardWriter
 # A run aborts when this many attempts in a row got no HTTP answer at all (the
 # endpoint went away); those attempts are not recorded, so --resume retries them.
 _DEAD_ENDPOINT_STREAK = 32
+
+
+DEFAULT_MAX_ERROR_RATE = 0.5
+"""A run whose attempts mostly reached no verdict measured the endpoint or the scorer, not the model: it is
+``failed`` (exit 1) rather than ``complete`` with a meaningless pass@1."""
+
+
+def check_error_rate(value: float) -> float:
+    if not 0.0 <= value <= 1.0:
+        raise UsageError(f"--max-error-rate: expected a fraction from 0 to 1, got {value}")
+    return value
+
+
+def error_rate_verdict(n_errors: int, n_steps: int, max_error_rate: float) -> str | None:
+    """Why a shard with ``n_errors`` errored attempts of ``n_steps`` fails (None when it does not): more than
+    ``max_error_rate`` of them errored (with 1.0, never)."""
+    if n_steps == 0 or n_errors / n_steps <= max_error_rate:
+        return None
+    return (f"{n_errors} of {n_steps} attempts errored ({n_errors / n_steps:.0%}), more than --max-error-rate "
+            f"{max_error_rate:g}: the results do not measure the model; see the failure categories, then fix the "
+            "endpoint or scorer and rerun with --resume --retry-errors")
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +73,14 @@ class RunResult:
     shard_steps: int
     elapsed_s: float
     ingested: bool
+    n_errors: int = 0
+    """Steps of the shard (kept from before and new) that reached no verdict (``ERROR_CATEGORIES``)."""
+    error: str | None = None
+    """Why the shard is not ``complete`` (e.g. too many errored attempts), or None."""
+
+    @property
+    def n_steps(self) -> int:
+        return self.steps_written + self.steps_skipped
 
 
 WorkItem = tuple[int, int, SeedResult, float]
@@ -58,12 +89,14 @@ WorkItem = tuple[int, int, SeedResult, float]
 def _work(env: EvalEnvironment, plan: RunPlan) -> Iterator[WorkItem]:
     """Attempts still to do, task by task; each task is seeded once for all its repeats."""
     for idx in range(plan.shard_start, plan.shard_end):
-        todo = [r for r in range(plan.n_repeats) if (idx, r) not in plan.done]
-        if not todo:
+        todo = (r for r in range(plan.n_repeats) if (idx, r) not in plan.done)  # lazily: repeats may be many
+        first = next(todo, None)
+        if first is None:
             continue
         t0 = time.perf_counter()
         seed = env.seed(idx)
         seed_ms = (time.perf_counter() - t0) * 1000.0
+        yield idx, first, seed, seed_ms
         for r in todo:
             yield idx, r, seed, seed_ms
 
@@ -77,8 +110,7 @@ def _step_row(
     out: SolverOutput, verdict: VerifyResult, model_ms: float, verify_ms: float, scores: dict[str, Any] | None,
 ) -> dict[str, Any]:
     m = out.model
-    category = (m.failure or verdict.metadata.get("failure_category")
-                or classify_answer(out.response, verdict.reward, verdict.extracted_answer))
+    category = m.failure if m.failure is not None else answer_category(out.response, verdict)
     details = verdict.scoring_details
     failures = tool_failures(out.turns)
     if failures:  # an agent's failure, attributed: "bash exited 1 on turn 3"
@@ -120,6 +152,7 @@ def _step_row(
         "metadata": _dumps(seed.metadata or None),
         "scores": _dumps(scores),
         "turns": _dumps(out.turns),
+        "attempt": plan.retry.get((idx, rep), 0),
     }
 
 
@@ -141,9 +174,15 @@ class _Loop:
         self.listeners = listeners
         self.work = _work(env, plan)
         self.unreachable: list[dict[str, Any]] = []  # held back while the endpoint looks dead
+        self.n_errors = 0  # attempts of this session that reached no verdict (ERROR_CATEGORIES)
 
     def _emit(self, row: dict[str, Any]) -> None:
-        self.writer.append(row)
+        try:
+            self.writer.append(row)
+        except OSError as exc:  # a full disk, a store directory gone: the steps written so far are kept
+            raise RunFailed(f"{self.writer.journal_path}: cannot write the step ({exc.strerror or exc}); "
+                            "completed steps are kept: make room, then rerun with --resume") from None
+        self.n_errors += row["failure_category"] in ERROR_CATEGORIES
         self.progress.record(row)
         for listener in self.listeners:
             listener(self.progress, row)
@@ -178,14 +217,22 @@ class _Loop:
                 out = await solver_worker.solve(seed, rep, remote if isinstance(remote, AttemptContext) else None)
                 t1 = time.perf_counter()
                 scores = None
-                if metric_worker is not None:
-                    verdict, scores = await metric_worker.score(seed, out)
-                elif out.model.failure is not None:
-                    verdict = _no_answer(out)
-                elif remote is not None:
-                    verdict = await remote.verify(out.response, out.model)
-                else:
-                    verdict = env.verify(out.response, seed.expected_answer, **seed.metadata)
+                limit = env.max_response_chars
+                try:
+                    if out.model.failure is None and limit is not None and len(out.response) > limit:
+                        verdict = too_long(len(out.response), limit)  # scoring it would stall the event loop
+                    elif metric_worker is not None:
+                        verdict, scores = await metric_worker.score(seed, out)
+                    elif out.model.failure is not None:
+                        verdict = _no_answer(out)
+                    elif remote is not None:
+                        verdict = await remote.verify(out.response, out.model)
+                    else:
+                        verdict = env.verify(out.response, seed.expected_answer, **seed.metadata)
+                except NelError:  # a deliberate stop (a remote verifier refusing every row says so in its words)
+                    raise
+                except Exception as exc:  # one response the scorer cannot take does not end the run
+                    verdict = scorer_failed(exc)
                 t2 = time.perf_counter()
             finally:
                 close = getattr(remote, "close", None)
@@ -224,18 +271,26 @@ async def run_evaluation(
     preflight: bool = True,
     on_start: Callable[[RunProgress, RunPlan], None] | None = None,
     metrics: MetricSuite | None = None,
+    max_error_rate: float = DEFAULT_MAX_ERROR_RATE,
+    retry_errors: bool = False,
 ) -> RunResult:
     """Evaluate ``env`` with ``solver`` into ``store``; see the module docstring.
 
     ``resume_key`` names where the run was configured (a suite entry); ``--resume`` continues
     the newest run with the same key. ``metrics`` scores each response with several metrics
-    (the benchmark's own scorer alone when ``None``). Raises ``RunFailed`` when the model cannot be
+    (the benchmark's own scorer alone when ``None``). The shard is ``failed`` when more than ``max_error_rate``
+    of its attempts reached no verdict (see ``error_rate_verdict``); ``retry_errors`` (with ``resume``) attempts
+    again the steps that ended in a transport or server failure. Raises ``RunFailed`` when the model cannot be
     reached or refuses every request (completed steps stay in the store), ``UsageError`` for bad
     arguments or a ``--resume`` whose configuration differs from the stored run.
     """
     shard = shard or Shard()
     if max_concurrent < 1:
         raise UsageError(f"--max-concurrent must be at least 1, got {max_concurrent}")
+    MAX_CONCURRENT.check("max_concurrent", max_concurrent)
+    check_error_rate(max_error_rate)
+    if retry_errors and not resume:
+        raise UsageError("--retry-errors: only with --resume (it attempts again the errored steps of a stored run)")
     if getattr(env, "requires_sandbox", False):
         raise UsageError(f"{env.name}: every attempt needs a sandbox (its code is run, or its files inspected): give "
                          "the run one with --sandbox docker|local, or sandbox: in a config")
@@ -250,7 +305,7 @@ async def run_evaluation(
     plan = plan_run(
         store=store, identity=identity, benchmark=env.name, size=len(env), n_repeats=n_repeats,
         max_problems=max_problems, problem_range=problem_range, shard=shard, run_id=run_id, resume=resume,
-        resume_key=resume_key,
+        resume_key=resume_key, retry_errors=retry_errors,
     )
     remaining = plan.shard_steps - len(plan.done)
     if preflight and remaining > 0:
@@ -258,21 +313,16 @@ async def run_evaluation(
         if metrics is not None:
             await metrics.preflight()
     writer = ShardWriter(store, plan.run_id, shard.idx)
-    tasks = []
-    for idx in range(plan.shard_start, plan.shard_end):
-        seed = env.seed(idx)
-        tasks.append({
-            "run_id": plan.run_id, "task_idx": idx, "task_id": seed.task_id, "benchmark": env.name,
-            "prompt": seed.prompt, "expected_answer": seed.expected_answer, "metadata": _dumps(seed.metadata),
-        })
+    tasks = ({"run_id": plan.run_id, "task_idx": idx, "task_id": seed.task_id, "benchmark": env.name,
+              "prompt": seed.prompt, "expected_answer": seed.expected_answer, "metadata": _dumps(seed.metadata)}
+             for idx in range(plan.shard_start, plan.shard_end) for seed in (env.seed(idx),))
     writer.begin(
         run_header(plan, env.name, {"max_concurrent": max_concurrent, "resume_key": resume_key, **scoring_config,
                                     **(config or {})}),
         {"shard_idx": shard.idx, "total_shards": shard.total, "problem_start": plan.shard_start,
-         "problem_end": plan.shard_end},
+         "problem_end": plan.shard_end, **({"retries": True} if plan.retry else {})},
         tasks,
     )
-    del tasks
     progress = RunProgress(run_id=plan.run_id, total=plan.shard_steps, already_done=len(plan.done))
     if on_start is not None:
         on_start(progress, plan)
@@ -285,21 +335,30 @@ async def run_evaluation(
             for _ in range(n_workers if remaining > 0 else 0):
                 group.create_task(_run_worker(loop, solver, metrics))
         loop.flush_held()
+        n_errors = plan.done_errors + loop.n_errors
+        error = error_rate_verdict(n_errors, len(plan.done) + progress.done, max_error_rate)
+        if error is not None:
+            status = "failed"
     except BaseException as exc:
         status, error, cause = _classify_stop(exc)
-        writer.finish(status, error)
-        progress.finished = True
-        _maybe_ingest(store, shard, ingest_at_end)
+        with contextlib.suppress(OSError, NelError):  # the disk may be full: the first error is the one to tell
+            writer.finish(status, error)
+            progress.finished = True
+            _maybe_ingest(store, shard, ingest_at_end)
         if cause is not None:
             raise cause from None
         raise
-    writer.finish(status, error)
+    try:
+        writer.finish(status, error)
+    except OSError as exc:
+        raise RunFailed(f"{writer.dir.shard_json}: cannot record the shard's end ({exc.strerror or exc}); its steps "
+                        "are kept: make room, then rerun with --resume") from None
     progress.finished = True
     ingested = _maybe_ingest(store, shard, ingest_at_end)
     return RunResult(
         run_id=plan.run_id, store=store, shard=shard, status=status, steps_written=progress.done,
         steps_skipped=len(plan.done), shard_steps=plan.shard_steps, elapsed_s=time.monotonic() - started,
-        ingested=ingested,
+        ingested=ingested, n_errors=n_errors, error=error,
     )
 
 

@@ -47,6 +47,15 @@ class VerifyResult:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
+def too_long(chars: int, limit: int) -> VerifyResult:
+    """The verdict on a response too long to score (``EvalEnvironment.max_response_chars``): reward 0, and why,
+    so it is never mistaken for a wrong answer; a reply that long is a degenerate one (a format error)."""
+    return VerifyResult(0.0, None, {"method": "too_long", "response_chars": chars, "max_response_chars": limit,
+                                    "reason": f"response exceeds {limit} characters ({chars}): not scored "
+                                              "(the benchmark's max_response_chars; nel serve --max-response-chars)"},
+                        {"failure_category": "format_error"})
+
+
 @dataclass(frozen=True, slots=True)
 class AnswerKeyEntry:
     """What the built-in mock model knows about one problem.
@@ -72,6 +81,11 @@ class EvalEnvironment(ABC):
     name: str = "unnamed"
     requires_sandbox: bool = False
     """The engine refuses to start a run of such a benchmark until sandboxed execution exists."""
+    max_response_chars: int | None = 512 * 1024
+    """The longest response worth scoring, in characters (``None``: no bound). A scorer's cost grows with
+    the text (a 7 MB response costs seconds of regex), and no real answer comes near this: ``nel serve``
+    answers a longer one with reward 0 and the reason rather than scoring it. A benchmark whose answers
+    are long (whole programs, essays) sets its own."""
 
     @abstractmethod
     def __len__(self) -> int: ...

@@ -34,6 +34,7 @@ from workbench.environments.base import EvalEnvironment, SeedResult, VerifyResul
 from workbench.environments.dataset import read_jsonl_rows, task_id_of
 from workbench.environments.registry import register
 from workbench.errors import UsageError
+from workbench.model.failures import classify_judged
 
 ScorerResult = Mapping[str, bool | float | int] | bool | float | int
 
@@ -128,8 +129,11 @@ class ByobEnvironment(EvalEnvironment):
         try:
             reward, metrics = _reward(self.spec.scorer(sample), self.spec.scorer.__name__)
         except Exception as exc:  # the user's scorer failed on this response: record it on the step
-            return VerifyResult(0.0, None, {"method": method, "error": f"{type(exc).__name__}: {exc}"})
-        return VerifyResult(reward, None, {"method": method, "metrics": metrics})
+            return VerifyResult(0.0, None, {"method": method, "error": f"{type(exc).__name__}: {exc}"},
+                                {"failure_category": "scorer_error"})
+        # The scorer judged the whole response (no extraction step): a wrong answer is just wrong, not a format error
+        return VerifyResult(reward, None, {"method": method, "metrics": metrics},
+                            {"failure_category": classify_judged(response, reward)})
 
     @property
     def data_hash(self) -> str:

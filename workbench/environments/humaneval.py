@@ -2,7 +2,8 @@
 
 Scoring runs the model's code with the problem's tests in a sandbox (``verify_in_sandbox``, driven
 by ``environments.sandboxed``); plain ``verify`` refuses, and ``requires_sandbox`` tells the engine
-not to start a run without one. The data is
+not to start a run without one. The tests run in a process of their own beside the problem's prompt
+(whose helpers, e.g. ``poly``, they call), never in the program's (``workbench.sandbox.harness``). The data is
 ``benchmarks/humaneval/data.jsonl`` (see its README and SOURCE.md).
 """
 

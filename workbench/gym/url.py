@@ -20,6 +20,7 @@ from typing import Literal
 from urllib.parse import parse_qsl, urlsplit
 
 from workbench.errors import UsageError
+from workbench.secrets import register_secret
 
 SCHEME = "gym://"
 PROTOCOLS = ("evaluator", "native")
@@ -60,6 +61,7 @@ class GymURL:
         token = os.environ.get(self.auth_token_env)
         if not token:
             raise UsageError(f"{self.raw}: auth_token_env names ${self.auth_token_env}, which is not set")
+        register_secret(token)  # a server that quotes the request back must not put it in the store
         return {"Authorization": f"Bearer {token}"}
 
     def identity(self) -> dict[str, object]:

@@ -32,6 +32,7 @@ from workbench.environments.base import Message
 from workbench.model.config import ModelConfig, redact_url
 from workbench.model.failures import FailureCategory, classify_http_error
 from workbench.model.transport import FastTransport
+from workbench.secrets import redact_text
 
 _RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
 _FATAL_STATUS = {401: "rejected the API key", 403: "refused access", 404: "has no such endpoint"}
@@ -176,10 +177,11 @@ class ModelClient:
         await response.aread()
         return response
 
-    def _scrub(self, text: str) -> str:
-        """Server text may quote the request back; the key must not reach the store or logs."""
-        key = self.config.api_key
-        return text.replace(key, "[REDACTED]") if key else text
+    @staticmethod
+    def _scrub(text: str) -> str:
+        """Server text may quote the request back (its headers, its URL with a key in the query): no
+        registered secret and nothing shaped like a credential reaches the store or logs."""
+        return redact_text(text)
 
     def _backoff(self, retry: int, retry_after: float | None) -> float:
         if retry_after is not None:
@@ -249,7 +251,7 @@ def _parse_success(protocol: str, content: bytes, out: ModelResponse) -> bool:
         out.response_id = data.get("id")
     except (orjson.JSONDecodeError, KeyError, IndexError, TypeError, AttributeError) as exc:
         out.failure = "model_error"
-        out.error = f"malformed response body ({type(exc).__name__}): {content[:200]!r}"
+        out.error = redact_text(f"malformed response body ({type(exc).__name__}): {content[:200]!r}")
         return False
     out.failure = None
     out.error = None

@@ -7,11 +7,11 @@ out of everything that is stored.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
+from workbench import secrets
 from workbench.errors import UsageError
 
 Protocol = Literal["chat_completions", "completions", "responses"]
@@ -45,6 +45,10 @@ class ModelConfig:
     backoff_max: float = 30.0
 
     def __post_init__(self) -> None:
+        # Where a model's credentials enter the process: from here on no text the process stores,
+        # exports, logs or prints holds them (``workbench.secrets``).
+        secrets.register_secret(self.api_key)
+        secrets.register_url_secrets(self.url)
         if self.protocol not in PROTOCOLS:
             raise UsageError(f"--protocol: unknown protocol {self.protocol!r}; use one of {', '.join(PROTOCOLS)}")
         if self.protocol == "responses" and self.stop:
@@ -114,12 +118,7 @@ def resolve_endpoint(url: str, protocol: Protocol) -> str:
     return urlunsplit((parts.scheme, parts.netloc, path + _PATHS[protocol], parts.query, ""))
 
 
-_SECRET_QUERY = re.compile(r"(?i)((?:api[_-]?key|key|token|access_token|sig)=)[^&]*")
-
-
 def redact_url(url: str) -> str:
-    """Drop credentials from a URL before it is shown or stored."""
-    parts = urlsplit(url)
-    netloc = parts.netloc.rsplit("@", 1)[-1]
-    query = _SECRET_QUERY.sub(r"\1REDACTED", parts.query)
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    """Drop credentials from a URL before it is shown or stored (it is part of a run's identity: the
+    redacted form is what the identity hashes, so a key that changes leaves the identity as it was)."""
+    return secrets.redact_url(url)

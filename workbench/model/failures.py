@@ -22,11 +22,18 @@ FailureCategory = Literal[
     "format_error",
     "judge_error",
     "max_turns_exhausted",
+    "scorer_error",
 ]
 FAILURE_CATEGORIES: tuple[FailureCategory, ...] = get_args(FailureCategory)
-ERROR_CATEGORIES: frozenset[FailureCategory] = frozenset(FAILURE_CATEGORIES[:5])
-"""Failures of the exchange itself (the model gave no answer); the rest are answers that failed.
-``store/views.sql`` has the same list in its ``is_error_category`` macro."""
+NO_ANSWER_CATEGORIES: frozenset[FailureCategory] = frozenset(FAILURE_CATEGORIES[:5])
+"""The exchange failed: no answer came back (so there is nothing to score again)."""
+ERROR_CATEGORIES: frozenset[FailureCategory] = NO_ANSWER_CATEGORIES | {"scorer_error"}
+"""Attempts that reached no verdict: the exchange failed (the model gave no answer), or the scorer raised on
+the answer. The rest are answers that failed. ``store/views.sql`` has the same list in its
+``is_error_category`` macro; a run fails when more than ``--max-error-rate`` of its attempts are errors."""
+RETRYABLE_CATEGORIES: frozenset[FailureCategory] = frozenset(("rate_limit", "timeout", "server_error"))
+"""Errors a later attempt may not meet (``--resume --retry-errors`` attempts them again): transport and server
+failures. A context-window or other 4xx error, or a scorer's, would only repeat."""
 
 _CONTEXT_WINDOW = re.compile(
     r"(?i)(context length|context window|maximum context|too many tokens|prompt is too long|"
@@ -49,6 +56,16 @@ def classify_http_error(status: int, body: str) -> FailureCategory:
     if status in (400, 413, 422) and _CONTEXT_WINDOW.search(body):
         return "context_window"
     return "model_error"
+
+
+def classify_judged(text: str, reward: float) -> FailureCategory | None:
+    """Categorise an answer a scorer judged whole, with no extraction step (a BYOB scorer): empty, a
+    refusal, or ``None`` — a wrong but well-formed answer is not a format error."""
+    if reward > 0:
+        return None
+    if not text.strip():
+        return "empty_response"
+    return "refusal" if _REFUSAL.search(text) else None
 
 
 def classify_answer(text: str, reward: float, extracted: str | None) -> FailureCategory | None:

@@ -104,13 +104,11 @@ class FastTransport(httpx.AsyncBaseTransport):
         port = url.port or (443 if secure else 80)
         loop = asyncio.get_running_loop()
         try:
-            _, conn = await asyncio.wait_for(
-                loop.create_connection(
+            async with asyncio.timeout(timeout):  # not wait_for: see handle_async_request
+                _, conn = await loop.create_connection(
                     _Exchange, url.host, port,
                     ssl=(self._ssl_context or ssl.create_default_context()) if secure else None,
-                ),
-                timeout,
-            )
+                )
         except TimeoutError:
             raise httpx.ConnectTimeout(f"connecting to {url.host}:{port} timed out", request=request) from None
         except OSError as exc:
@@ -140,7 +138,11 @@ class FastTransport(httpx.AsyncBaseTransport):
                 conn.received_any = False
                 conn.transport.write(payload)
                 try:
-                    await asyncio.wait_for(conn.waiter, read_timeout)
+                    # Not asyncio.wait_for: on Python 3.11 it returns the result, swallowing a cancellation
+                    # that arrives as the answer does (CPython gh-86296). Against a fast endpoint under uvloop
+                    # that happened on every Ctrl-C or SIGTERM of a long run, which then never stopped.
+                    async with asyncio.timeout(read_timeout):
+                        await conn.waiter
                 except TimeoutError:
                     conn.close()
                     self._conn = None

@@ -60,6 +60,13 @@ class Sandbox(ABC):
         result says ``timed_out``. The sandbox stays usable afterwards.
         """
 
+    async def stop_processes(self) -> None:  # noqa: B027  (a backend whose commands leave nothing keeps this one)
+        """End every process that earlier commands left running in this sandbox.
+
+        Called before a verdict is computed in a sandbox an agent worked in: nothing it started in the
+        background may watch the harness start (and read its secrets before they are gone).
+        """
+
 
 class Sandboxes(ABC):
     """A provider of sandboxes, at most ``spec.concurrency`` open at once; ``close()`` removes them all."""

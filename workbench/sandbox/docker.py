@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 
 from workbench.errors import UsageError
 from workbench.sandbox.base import FileContents, Sandbox, Sandboxes, as_bytes, check_relpath, finish_despite_cancel
+from workbench.sandbox.daemon import engine_unreachable
 from workbench.sandbox.image import SANDBOX_UID, WORKDIR
 from workbench.sandbox.spec import ExecResult, OutputBuffer, SandboxSpec
 
@@ -83,6 +84,21 @@ if dirty:
     sys.exit("not clean: " + ", ".join(dirty[:10]))
 """
 
+# Before a verdict in a used container: end every process of the sandbox user (all but PID 1 and this one), then
+# wait until they are gone.
+STOP = r"""
+import os, signal, time
+try:
+    os.kill(-1, signal.SIGKILL)
+except ProcessLookupError:
+    pass
+me = os.getpid()
+for _ in range(200):
+    if not [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, me)]:
+        break
+    time.sleep(0.005)
+"""
+
 # The container's cgroup counts OOM kills (cgroup v1: memory.oom_control, v2: memory.events).
 # Docker's State.OOMKilled only covers PID 1, not a command run with exec.
 OOM_COUNT = r"""
@@ -132,7 +148,7 @@ class DockerSandboxes(Sandboxes):
                         timeout=timeout, max_pool_size=self._workers
                     )
                 except docker.errors.DockerException as exc:
-                    raise UsageError(f"sandbox.type docker: cannot reach the Docker engine ({exc})") from exc
+                    raise engine_unreachable(exc) from None
             return self._connected
 
     async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -153,7 +169,11 @@ class DockerSandboxes(Sandboxes):
             raise UsageError(f"sandbox.image: {self.spec.image!r} is not in the local Docker engine; build it with "
                              f"`nel sandbox image --image {self.spec.image}` (see docs/sandbox.md)") from None
         except DockerException as exc:
-            raise UsageError(f"sandbox.type docker: cannot reach the Docker engine ({exc})") from None
+            raise engine_unreachable(exc) from None
+        except Exception as exc:  # the requests error of a connection lost since the client was made
+            if type(exc).__module__.split(".")[0] not in ("requests", "urllib3"):
+                raise
+            raise engine_unreachable(exc) from None
 
     def _open(self) -> AbstractAsyncContextManager[Sandbox]:
         return self._pooled() if self.spec.mode == "pool" else self._fresh()
@@ -338,6 +358,12 @@ class DockerSandbox(Sandbox):
     def __init__(self, provider: DockerSandboxes, container_id: str) -> None:
         self._provider = provider
         self.container_id = container_id
+        self.ran = False
+        """Whether a command has run here: only then can a process be left over (PID 1 aside)."""
+
+    async def stop_processes(self) -> None:
+        if self.ran:
+            await self._provider.call(self._provider._exec_quiet, self.container_id, ["python3", "-c", STOP])
 
     async def write_files(self, files: Mapping[str, FileContents]) -> None:
         await self._provider.call(self._provider.put_archive, self.container_id, _tar_of(files))
@@ -381,13 +407,15 @@ class DockerSandbox(Sandbox):
         rel = check_relpath(workdir)
         cwd = WORKDIR if rel == "." else f"{WORKDIR}/{rel}"
         stdout, stderr = OutputBuffer(), OutputBuffer()
+        self.ran = True
         started = time.perf_counter()
         running = asyncio.ensure_future(
             provider.call(provider.exec_streaming, self.container_id, command, cwd, stdout, stderr)
         )
         timed_out = False
         try:
-            exit_code = await asyncio.wait_for(asyncio.shield(running), limit)
+            async with asyncio.timeout(limit):  # not wait_for: on Python 3.11 it can swallow a Ctrl-C
+                exit_code = await asyncio.shield(running)
         except TimeoutError:
             timed_out, exit_code = True, None
         duration_ms = (time.perf_counter() - started) * 1000
@@ -395,7 +423,8 @@ class DockerSandbox(Sandbox):
         if timed_out:
             await provider.call(provider.restart_after_kill, self.container_id, kill=True)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(running, KILL_GRACE_S)
+                async with asyncio.timeout(KILL_GRACE_S):
+                    await running
             provider.oom_seen[self.container_id] = 0  # a restart gives the container a fresh cgroup
         elif exit_code == 137:  # SIGKILL: from the OOM killer if the cgroup's count went up
             kills = await provider.call(provider.oom_kills, self.container_id)

@@ -44,14 +44,11 @@ def ensure_image(name: str = DEFAULT_IMAGE, *, force: bool = False, mirror: str 
     Building needs root, ``debootstrap`` and the Debian mirror (about a minute);
     an existing image is returned at once, so callers may call this every time.
     """
-    import docker
     from docker.errors import DockerException, ImageNotFound
 
-    try:
-        client = docker.from_env()
-        client.ping()
-    except DockerException as exc:
-        raise UsageError(f"sandbox image: cannot reach the Docker engine ({exc})") from exc
+    from workbench.sandbox.daemon import connect
+
+    client = connect("sandbox image")
     try:
         old_id = None
         try:

@@ -3,10 +3,12 @@
 Weaker than a container, and labelled so in every result. What it gives: a fresh temp dir
 per session (removed after), a scrubbed environment (no host secrets), rlimits on CPU time,
 address space (memory), processes, file size and open files, a process group killed at the
-timeout, and, when run as root, the unprivileged ``nobody`` user. With bubblewrap (``bwrap``)
-installed and working, each command also gets its own namespaces: no network, no host
-filesystem beyond ``/usr`` (read-only) and its own dir, and a pid namespace that dies with it.
-Without bubblewrap the code sees the host filesystem as ``nobody`` may, and can reach the network.
+timeout, and, when run as root, an unprivileged uid of the session's own (``uids``): the process
+limit is then per attempt, one attempt's fork bomb cannot starve the others, and the session's
+processes can all be ended. With bubblewrap (``bwrap``) installed and working, each command also
+gets its own namespaces: no network, no host filesystem beyond ``/usr`` (read-only) and its own
+dir, and a pid namespace that dies with it. Without bubblewrap the code sees the host filesystem
+as an unprivileged user may, shares ``/tmp``, and can reach the network; ``preflight`` says so.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import resource
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -29,14 +32,18 @@ from typing import Any
 
 from workbench.errors import UsageError
 from workbench.sandbox.base import FileContents, Sandbox, Sandboxes, as_bytes, check_relpath, finish_despite_cancel
-from workbench.sandbox.image import SANDBOX_UID
 from workbench.sandbox.spec import ExecResult, OutputBuffer, SandboxSpec
+from workbench.sandbox.uids import PROBE_UID, UidLease, kill_all_of, lease_uid
 
 PLAIN = "local (weaker isolation: no container)"
 BWRAP = "local+bwrap (weaker isolation: namespaces, no container)"
 BWRAP_WORKDIR = "/work"
 PATH = "/usr/local/bin:/usr/bin:/bin"
 NOFILE = 256
+NO_BWRAP_WARNING = (
+    "nel: warning: --sandbox local without bubblewrap ({why}): the code {who}sees the host's files and /tmp and "
+    "can reach the network; install bubblewrap (apt-get install bubblewrap) or use --sandbox docker"
+)
 
 
 class LocalSandboxes(Sandboxes):
@@ -44,33 +51,59 @@ class LocalSandboxes(Sandboxes):
 
     def __init__(self, spec: SandboxSpec, *, bwrap: bool | None = None) -> None:
         super().__init__(spec)
-        self.run_as = SANDBOX_UID if os.geteuid() == 0 else None
-        """The uid commands run as: ``nobody`` when we are root (rlimits on processes do not bind root)."""
-        problem = bwrap_problem(self.run_as) if bwrap is not False else "not wanted"
-        if bwrap and problem:
-            raise UsageError(f"sandbox: bubblewrap was asked for but cannot be used: {problem}")
-        self.bwrap = shutil.which("bwrap") if problem is None else None
+        self.own_uids = os.geteuid() == 0
+        """As root each session runs as a uid of its own (rlimits on processes do not bind root, and a shared
+        uid would share them between attempts)."""
+        self.bwrap_problem = bwrap_problem(PROBE_UID if self.own_uids else None) if bwrap is not False \
+            else "not wanted"
+        if bwrap and self.bwrap_problem:
+            raise UsageError(f"sandbox: bubblewrap was asked for but cannot be used: {self.bwrap_problem}")
+        self.bwrap = shutil.which("bwrap") if self.bwrap_problem is None else None
         self.backend = BWRAP if self.bwrap else PLAIN
+        self._next_uid = 0
+
+    async def preflight(self) -> None:
+        """Without bubblewrap, say at the start of a run (or of ``nel serve``) what the code can see: one line."""
+        if not self.bwrap:
+            who = "runs as a user of its own but " if self.own_uids else "runs as you and "
+            print(NO_BWRAP_WARNING.format(why=self.bwrap_problem, who=who), file=sys.stderr, flush=True)
 
     @asynccontextmanager
     async def _open(self) -> AsyncIterator[Sandbox]:
-        root = Path(tempfile.mkdtemp(prefix="nel-sandbox-"))
+        lease = None
+        if self.own_uids:
+            self._next_uid += 1  # start each search past the last lease: fewer locked files to step over
+            lease = await asyncio.to_thread(lease_uid, self._next_uid)
+        uid = lease.uid if lease else None
+        box: LocalSandbox | None = None
         try:
-            if self.run_as is not None:
-                os.chown(root, self.run_as, self.run_as)
-            yield LocalSandbox(self, root)
+            root = Path(tempfile.mkdtemp(prefix="nel-sandbox-"))
+            if uid is not None:
+                os.chown(root, uid, uid)
+            box = LocalSandbox(self, root, uid)
+            yield box
         finally:
-            await finish_despite_cancel(asyncio.to_thread(shutil.rmtree, root, True))
+            await finish_despite_cancel(asyncio.to_thread(self._end, box, lease))
+
+    def _end(self, box: LocalSandbox | None, lease: UidLease | None) -> None:
+        """End what the session left running (a process that escaped its group), remove its dir, free its uid."""
+        try:
+            if box is not None:
+                shutil.rmtree(box.root, True)
+        finally:
+            if lease is not None:
+                lease.release(used=box is not None and box.ran)
 
     async def _close(self) -> None:
         """Nothing outlives a session: its processes are killed after each command, its dir at its end."""
 
-    def limits(self) -> Callable[[], None]:
-        """The ``preexec_fn`` for a command: rlimits, then (as root) the unprivileged user."""
-        spec, run_as = self.spec, self.run_as
+    def limits(self, uid: int | None) -> Callable[[], None]:
+        """The ``preexec_fn`` for a command: rlimits, then (as root) the session's own unprivileged ``uid``."""
+        spec, run_as = self.spec, uid
         cpu = math.ceil(spec.timeout) + 1
-        # RLIMIT_NPROC counts every process of the user, so the sandboxes running at once share it.
-        nproc = spec.pids_limit * spec.concurrency
+        # RLIMIT_NPROC counts every process of the user: a uid per session makes it a limit per session.
+        # Not as root, every session runs as the invoking user, so they must share it.
+        nproc = spec.pids_limit if run_as is not None else spec.pids_limit * spec.concurrency
         memory, fsize = spec.memory_bytes, spec.file_size_bytes
 
         def apply() -> None:
@@ -91,16 +124,20 @@ class LocalSandboxes(Sandboxes):
 class LocalSandbox(Sandbox):
     """A temp dir; commands run with it as their working directory (``/work`` under bubblewrap)."""
 
-    def __init__(self, provider: LocalSandboxes, root: Path) -> None:
+    def __init__(self, provider: LocalSandboxes, root: Path, uid: int | None = None) -> None:
         self._provider = provider
         self.root = root
+        self.uid = uid
+        """The session's own uid (as root), else ``None``: commands run as the invoking user."""
         self.backend = provider.backend
+        self.ran = False
+        """Whether a command has run: only then can a process be left over."""
 
     async def write_files(self, files: Mapping[str, FileContents]) -> None:
         await asyncio.to_thread(self._write, {check_relpath(p): as_bytes(c) for p, c in files.items()})
 
     def _write(self, files: dict[str, bytes]) -> None:
-        run_as = self._provider.run_as
+        run_as = self.uid
         for rel, data in files.items():
             target = self.root / rel
             for parent in reversed(target.relative_to(self.root).parents[:-1]):
@@ -155,6 +192,7 @@ class LocalSandbox(Sandbox):
         else:
             home, cwd = str(self.root), self.root / rel
         env = {"PATH": PATH, "LANG": "C.UTF-8", "HOME": home, "PYTHONDONTWRITEBYTECODE": "1"}
+        self.ran = True
         loop = asyncio.get_running_loop()
         watch = _Watch(loop)
         started = time.perf_counter()
@@ -167,13 +205,14 @@ class LocalSandbox(Sandbox):
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
-            preexec_fn=provider.limits(),
+            preexec_fn=provider.limits(self.uid),
         )
         timed_out = False
         try:
             _feed(transport, stdin)
             try:
-                await asyncio.wait_for(asyncio.shield(watch.exited), limit)
+                async with asyncio.timeout(limit):  # not wait_for: on Python 3.11 it can swallow a Ctrl-C
+                    await asyncio.shield(watch.exited)
             except TimeoutError:
                 timed_out = True
             duration_ms = (time.perf_counter() - started) * 1000
@@ -182,7 +221,8 @@ class LocalSandbox(Sandbox):
             if not timed_out and watch.exited.done():
                 # whatever the command left holding its pipes is dead now; let the last output arrive
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(asyncio.shield(watch.pipes_closed), 1.0)
+                    async with asyncio.timeout(1.0):
+                        await asyncio.shield(watch.pipes_closed)
             transport.close()
         code = transport.get_returncode()
         exit_code = None if timed_out or code is None else (128 - code if code < 0 else code)
@@ -197,6 +237,13 @@ class LocalSandbox(Sandbox):
             duration_ms=duration_ms,
             backend=provider.backend,
         )
+
+    async def stop_processes(self) -> None:
+        """End every process the session's earlier commands left (as its own uid: all of that uid's). Under
+        bubblewrap none is left: each command's pid namespace dies with it. Not as root, the process group
+        killed after each command is all there is (a ``setsid`` escapee survives: docs/sandbox.md)."""
+        if self.ran and self.uid is not None and not self._provider.bwrap:
+            await asyncio.to_thread(kill_all_of, self.uid)
 
 
 class _Watch(asyncio.SubprocessProtocol):

@@ -1,9 +1,11 @@
 """Score code by running it: the program and the problem's tests in a sandbox; reward 1 iff every test passes.
 
-The program and the tests travel as files (``solution.py``, ``tests.py``) and a fixed
-harness runs them, so nothing the model wrote is pasted into a command line. The details
-say what happened in words a reader can act on: which stage failed (the program itself,
-the test code, or ``check``), the failing assertion, a timeout or a memory kill, and which
+The program travels as a file (``solution.py``) and a fixed harness (``workbench.sandbox.harness``) runs it, so
+nothing the model wrote is pasted into a command line. The harness keeps the program out of the process that
+runs the tests: results cross a pipe as plain built-in values, and a pass is a nonce the program never sees,
+so returning an object whose ``__eq__`` is always true, patching what the tests call, or exiting early with
+status 0 all score 0. The details say what happened in words a reader can act on: which stage failed (the
+program itself, the test code, or ``check``), the failing assertion, a timeout or a memory kill, and which
 backend ran it (the local one is marked as weaker isolation).
 """
 
@@ -12,73 +14,31 @@ from __future__ import annotations
 import re
 import secrets
 from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
 from typing import Any
 
+from workbench.sandbox import harness
 from workbench.sandbox.base import Sandbox
 from workbench.scoring.code import extract_code
 
-SOLUTION_FILE = "solution.py"
-TESTS_FILE = "tests.py"
+SOLUTION_FILE = harness.SOLUTION_FILE
 HARNESS_FILE = "harness.py"
-NONCE_FILE = ".nel-nonce"
 TAIL_CHARS = 2000
 """How much of stdout/stderr the details keep (their end: where tracebacks are)."""
 
 # Exit codes of the harness, so a failure says at which stage it happened.
-EXIT_CODES = {0: "passed", 1: "check", 2: "solution", 3: "tests", 4: "entry_point"}
-FAILED_AT = "NEL-FAILED-AT:"
-PASSED = "NEL-PASSED:"
-
-HARNESS = f'''\
-"""Run {SOLUTION_FILE}, then {TESTS_FILE}, then check(<entry point>), in one namespace (as HumanEval does)."""
-import os, sys, traceback
+EXIT_CODES = {0: "passed", harness.EXIT_CHECK: "check", harness.EXIT_SOLUTION: "solution", harness.EXIT_TESTS: "tests",
+              harness.EXIT_ENTRY_POINT: "entry_point", harness.EXIT_WORKER_GONE: "exited_early",
+              harness.EXIT_HARNESS: "harness"}
+FAILED_AT = harness.FAILED_AT
+PASSED = harness.PASSED
 
 
-def run(path, namespace, stage):
-    try:
-        with open(path, encoding="utf-8") as f:
-            source = f.read()
-        exec(compile(source, path, "exec"), namespace)
-    except BaseException as exc:
-        fail(exc, stage)
-
-
-def fail(exc, stage):
-    traceback.print_exc()
-    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
-        if frame.filename in ("{SOLUTION_FILE}", "{TESTS_FILE}"):
-            print(f"{FAILED_AT} {{frame.filename}}:{{frame.lineno}}: {{frame.line}}", file=sys.stderr)
-            break
-    sys.stderr.flush()
-    sys.exit(stage)
-
-
-def main():
-    # The pass line carries a nonce, read and deleted before the program runs, so a program that
-    # ends the process early with os._exit(0) is not taken for one whose tests passed.
-    with open("{NONCE_FILE}", encoding="utf-8") as f:
-        nonce = f.read().strip()
-    os.unlink("{NONCE_FILE}")
-    entry_point = sys.argv[1]
-    namespace = {{"__name__": "solution"}}
-    run("{SOLUTION_FILE}", namespace, 2)
-    run("{TESTS_FILE}", namespace, 3)
-    if not callable(namespace.get(entry_point)):
-        print(f"the program does not define {{entry_point}}()", file=sys.stderr)
-        sys.exit(4)
-    if not callable(namespace.get("check")):
-        print("the tests do not define check()", file=sys.stderr)
-        sys.exit(3)
-    try:
-        namespace["check"](namespace[entry_point])
-    except BaseException as exc:
-        fail(exc, 1)
-    sys.stdout.flush()
-    print(f"{PASSED} {{nonce}}", file=sys.stderr)
-
-
-main()
-'''
+@cache
+def harness_source() -> str:
+    """The harness's source (``workbench/sandbox/harness.py``), copied into each sandbox as ``harness.py``."""
+    return Path(harness.__file__).read_text(encoding="utf-8")
 
 
 @dataclass(frozen=True)
@@ -94,12 +54,21 @@ class CodeRunResult:
         return self.reward == 1.0
 
 
-async def run_python_tests(box: Sandbox, program: str, test: str, entry_point: str, timeout: float) -> CodeRunResult:
-    """Run ``program`` then ``test`` then ``check(entry_point)`` in ``box``; reward 1.0 iff that exits 0."""
+async def run_python_tests(
+    box: Sandbox, program: str, test: str, entry_point: str, timeout: float, *, problem: str = ""
+) -> CodeRunResult:
+    """Run ``test``'s ``check(entry_point)`` against ``program`` in ``box``; reward 1.0 iff every test passed.
+
+    ``problem`` is the problem's own code (HumanEval: its prompt), run beside the tests so that helpers they call
+    (``poly``) are the problem's, never the program's. The tests, ``problem`` and the nonce reach the harness in a
+    file it deletes before the program starts.
+    """
     nonce = secrets.token_hex(16)
-    await box.write_files({SOLUTION_FILE: program, TESTS_FILE: test, HARNESS_FILE: HARNESS, NONCE_FILE: nonce})
-    result = await box.run(["python3", HARNESS_FILE, entry_point], timeout=timeout)
-    finished = f"{PASSED} {nonce}" in result.stderr[-TAIL_CHARS:]
+    await box.stop_processes()  # nothing left running (by an agent, say) may watch the harness start
+    secret = harness.dumps({"nonce": nonce, "tests": test, "problem": problem})
+    await box.write_files({SOLUTION_FILE: program, HARNESS_FILE: harness_source(), harness.SECRETS_FILE: secret})
+    result = await box.run(["python3", "-I", HARNESS_FILE, entry_point], timeout=timeout)
+    finished = f"{PASSED} {nonce}" in result.stderr
     passed = result.exit_code == 0 and finished and not result.timed_out and not result.oom_killed
     if result.timed_out:
         outcome = "timeout"
@@ -138,7 +107,8 @@ async def score_humaneval_response(box: Sandbox, response: str, row: dict[str, A
             code=None,
             details={"outcome": "no_code", "extraction": method, "explanation": "no code found in the response"},
         )
-    result = await run_python_tests(box, code, str(row["test"]), str(row["entry_point"]), timeout)
+    result = await run_python_tests(box, code, str(row["test"]), str(row["entry_point"]), timeout,
+                                    problem=str(row.get("prompt", "")))
     return CodeRunResult(reward=result.reward, code=code, details={"extraction": method, **result.details})
 
 

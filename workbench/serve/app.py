@@ -2,8 +2,10 @@
 
 ``/seed_session`` and ``/verify`` call the environment's own ``seed`` and ``verify`` (the code the
 engine runs), so a reward served here is the reward a ``nel eval run`` would record. ``verify``
-runs in a worker thread: a slow scorer (a judge) holds its own request only. A benchmark scored by
-running code (HumanEval) is served with sandboxes: each ``/verify`` runs in a fresh one, awaited, so
+runs off the event loop (``workbench.serve.scoring``: in worker processes under ``nel serve``), so
+``/health`` and other requests are answered while responses are scored; a response longer than the
+benchmark's ``max_response_chars`` is not scored at all (reward 0, and the reason). A benchmark scored
+by running code (HumanEval) is served with sandboxes: each ``/verify`` runs in a fresh one, awaited, so
 other requests go on while the code runs.
 
 Every refusal is a 4xx whose JSON body names the field (see ``guard.error_json``); the fuzz
@@ -13,7 +15,6 @@ tests hold the app to "no 5xx" from its own OpenAPI schema.
 from __future__ import annotations
 
 import json
-import logging
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -27,7 +28,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from workbench.environments.base import EvalEnvironment, SeedResult, VerifyResult
+from workbench.environments.base import EvalEnvironment, SeedResult, VerifyResult, too_long
 from workbench.errors import NelError
 from workbench.serve.guard import Guard, error_json
 from workbench.serve.gym_format import FormatError, ParsedResponse, parse_response
@@ -40,14 +41,18 @@ from workbench.serve.models import (
     VerifyRequest,
     VerifyResponse,
 )
+from workbench.serve.scoring import (
+    DEFAULT_VERIFY_THREADS,
+    Scoring,
+    ScoringCrashed,
+    ScoringUnavailable,
+    ThreadScoring,
+)
 
 if TYPE_CHECKING:
     from workbench.sandbox.base import Sandboxes
 
-log = logging.getLogger("workbench.serve")
-
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
-DEFAULT_VERIFY_THREADS = 64
 SESSION_COOKIE = "nel_serve_session"
 GYM_ECHO_FIELDS = ("responses_create_params", "uuid", "eval_type", "task_id", "agent_ref")
 """Row fields echoed by ``/verify`` in the default mode (``--gym-compat`` echoes every field)."""
@@ -55,7 +60,8 @@ _RESERVED_KWARGS = frozenset({"self", "response", "expected"})
 _ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorBody, "description": why}
     for status, why in ((400, "malformed JSON"), (401, "missing or wrong bearer token"), (413, "body too large"),
-                        (415, "not application/json"), (422, "a field is missing or invalid"))
+                        (415, "not application/json"), (422, "a field is missing or invalid"),
+                        (503, "the process scoring this response died"))
 }
 
 
@@ -86,6 +92,8 @@ class _Service:
     env: EvalEnvironment
     gym_compat: bool
     limiter: anyio.CapacityLimiter
+    scoring: Scoring
+    max_response_chars: int | None
     sandboxes: Sandboxes | None = None
 
     def index(self, value: Any, field: str) -> int:
@@ -109,10 +117,18 @@ class _Service:
         return await anyio.to_thread.run_sync(self.env.seed, idx, limiter=self.limiter)
 
     async def verify(self, text: str, expected: str, metadata: dict[str, Any]) -> VerifyResult:
+        limit = self.max_response_chars
+        if limit is not None and len(text) > limit:
+            return too_long(len(text), limit)
         if self.sandboxes is not None:
             return await self._verify_in_sandbox(text, expected, metadata)
         kwargs = {k: v for k, v in metadata.items() if k not in _RESERVED_KWARGS}
-        return await anyio.to_thread.run_sync(self._verify, text, expected, kwargs, limiter=self.limiter)
+        try:
+            return await self.scoring.verify(text, expected, kwargs)
+        except ScoringUnavailable as exc:  # the benchmark cannot score here at all (e.g. code without a sandbox)
+            raise ApiError(501, "verify_unavailable", "response", str(exc)) from None
+        except ScoringCrashed as exc:
+            raise ApiError(503, "scoring_crashed", "response", str(exc)) from None
 
     async def _verify_in_sandbox(self, text: str, expected: str, metadata: dict[str, Any]) -> VerifyResult:
         """The code runs in a fresh sandbox of its own; the sandbox goes whatever happens."""
@@ -130,15 +146,6 @@ class _Service:
         return VerifyResult(verdict.reward, verdict.extracted_answer,
                             {**verdict.scoring_details, "sandbox": box.backend}, verdict.metadata)
 
-    def _verify(self, text: str, expected: str, metadata: dict[str, Any]) -> VerifyResult:
-        try:
-            return self.env.verify(text, expected, **metadata)
-        except NelError as exc:  # the benchmark cannot score here at all (e.g. code without a sandbox)
-            raise ApiError(501, "verify_unavailable", "response", str(exc)) from None
-        except Exception as exc:  # a scorer bug on one odd response must not take the server down
-            log.exception("verify raised on %s", self.env.name)
-            return VerifyResult(0.0, None, {"method": "error", "error": f"{type(exc).__name__}: {exc}"})
-
 
 def create_app(
     env: EvalEnvironment,
@@ -148,10 +155,17 @@ def create_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     verify_threads: int = DEFAULT_VERIFY_THREADS,
     sandboxes: Sandboxes | None = None,
+    scoring: Scoring | None = None,
+    max_response_chars: int | None = None,
 ) -> FastAPI:
     """The ASGI app serving ``env``; ``auth_token`` (if any) is required on every request; ``sandboxes``
-    (for a benchmark scored by running code) are closed, every container removed, when the app stops."""
-    service = _Service(env, gym_compat, anyio.CapacityLimiter(verify_threads), sandboxes)
+    (for a benchmark scored by running code) are closed, every container removed, when the app stops.
+
+    ``scoring`` runs ``verify`` (default: the server's threads; ``nel serve`` passes a process pool, which
+    its caller starts and stops); ``max_response_chars`` replaces the benchmark's own bound."""
+    limiter = anyio.CapacityLimiter(verify_threads)
+    bound = max_response_chars or env.max_response_chars
+    service = _Service(env, gym_compat, limiter, scoring or ThreadScoring(env, verify_threads), bound, sandboxes)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

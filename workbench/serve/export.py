@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from workbench.environments.base import EvalEnvironment
+from workbench.errors import UsageError, path_error
 
 _UUID_NAMESPACE = uuid.UUID("6f1d3c52-4b5e-4f0e-9a57-6e656c736572")
 
@@ -49,14 +50,22 @@ def gym_rows(env: EvalEnvironment, system_prompt: str | None = None) -> Iterator
 def export_data(env: EvalEnvironment, directory: str | Path, system_prompt: str | None = None) -> Path:
     """Write ``DIRECTORY/<benchmark>.jsonl`` atomically (a reader never sees half a file); return its path."""
     folder = Path(directory)
-    folder.mkdir(parents=True, exist_ok=True)
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"--export-data: {folder} is a file; it names the directory to write the rows into")
     target = folder / f"{_file_stem(env.name)}.jsonl"
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise path_error(folder, exc, "write the exported rows there") from None
     try:
         with os.fdopen(fd, "wb") as out:
             for row in gym_rows(env, system_prompt):
                 out.write(orjson.dumps(row, default=str) + b"\n")
         os.replace(tmp, target)
+    except OSError as exc:  # a full disk: one line naming the file, and no half of it left behind
+        Path(tmp).unlink(missing_ok=True)
+        raise path_error(target, exc, "write the exported rows") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

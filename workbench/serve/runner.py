@@ -4,6 +4,10 @@ Binding first (rather than letting uvicorn bind) is what makes ``--port 0`` usab
 ``nel serve: gsm8k (1319 problems) at http://127.0.0.1:PORT`` is printed once the server accepts
 connections, and tests and other processes wait for it. uvicorn handles SIGINT/SIGTERM: it stops
 accepting, lets requests in flight finish and returns.
+
+Clients get ``ReadTimeouts`` to send their headers and bodies (``slow_clients``), and the process may
+open as many files as its hard limit allows: a thousand slow clients, each a socket, must not leave the
+server unable to accept the next connection.
 """
 
 from __future__ import annotations
@@ -11,12 +15,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
+import resource
 import signal
 import socket
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Any
 
 import uvicorn
+
+from workbench.serve.slow_clients import DEFAULT, ReadTimeouts, protocol_class
 
 READY_PREFIX = "nel serve: "
 
@@ -52,10 +59,12 @@ def url_of(sock: socket.socket) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
-def serve(app: Any, sock: socket.socket, on_ready: Callable[[str], None]) -> None:
+def serve(app: Any, sock: socket.socket, on_ready: Callable[[str], None],
+          timeouts: ReadTimeouts | None = None) -> None:
     """Serve ``app`` on ``sock`` until SIGINT/SIGTERM; call ``on_ready(url)`` once it accepts connections."""
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", loop="none",
-                            http="httptools", timeout_graceful_shutdown=5, server_header=False)
+    _raise_open_files_limit()
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", loop="none",
+                            http=protocol_class(timeouts or DEFAULT), timeout_graceful_shutdown=5, server_header=False)
     server = _Server(config)
 
     async def main() -> None:
@@ -69,6 +78,15 @@ def serve(app: Any, sock: socket.socket, on_ready: Callable[[str], None]) -> Non
         await task
 
     _run(main)
+
+
+def _raise_open_files_limit() -> None:
+    """The soft limit on open files up to the hard one (often 1024 → 1M): every connection is a descriptor."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = 1 << 20 if hard == resource.RLIM_INFINITY else hard
+    if soft != resource.RLIM_INFINITY and soft < target:
+        with contextlib.suppress(ValueError, OSError):  # macOS caps it lower still: keep what we have
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
 
 
 class _Server(uvicorn.Server):

@@ -132,7 +132,8 @@ class ToolCallingWorker:
         else:
             timeout = self._settings.tool_timeout
             try:
-                outcome = await asyncio.wait_for(tools.call(name, arguments, timeout=timeout), timeout + 5.0)
+                async with asyncio.timeout(timeout + 5.0):  # not wait_for: it can swallow a Ctrl-C on Python 3.11
+                    outcome = await tools.call(name, arguments, timeout=timeout)
             except TimeoutError:
                 outcome = ToolOutcome(f"error: {name} did not finish within {timeout:g} s", error="timeout")
         text, truncated = truncate_middle(outcome.output, self._settings.max_output_chars)

@@ -1,10 +1,12 @@
-"""Statistics over per-task results: pass@k, intervals, percentiles, clustered errors, bootstrap, variance.
+"""Statistics over per-task results: pass@k, intervals (bounded ones too), percentiles, clustered errors,
+bootstrap, variance.
 
 Pure numpy/scipy with no I/O, so every formula can be checked against a
 hand-computed or scipy reference.
 """
 
 from workbench.stats.bootstrap import BootstrapInterval, BootstrapResult, bootstrap_distribution, bootstrap_means
+from workbench.stats.bounds import Bounds, bound_interval, bounded_mean, spread_floor, unit_span
 from workbench.stats.clustered import ClusteredEstimate, cluster_codes, clustered_mean
 from workbench.stats.intervals import Estimate, mean_with_ci, percentiles, wilson_interval
 from workbench.stats.paired import (
@@ -17,8 +19,8 @@ from workbench.stats.paired import (
     paired_bootstrap_interval,
     paired_t_test,
     sign_flip_test,
-    spread_floor,
     tasks_needed,
+    tasks_to_resolve,
     wilcoxon_signed_rank,
 )
 from workbench.stats.passk import pass_at_k, pass_at_k_estimates, pass_at_k_per_task
@@ -27,12 +29,15 @@ from workbench.stats.variance import VarianceSplit, variance_split, variance_spl
 __all__ = [
     "BootstrapInterval",
     "BootstrapResult",
+    "Bounds",
     "ClusteredEstimate",
     "Estimate",
     "SignificanceTest",
     "VarianceSplit",
     "bootstrap_distribution",
     "bootstrap_means",
+    "bound_interval",
+    "bounded_mean",
     "cluster_codes",
     "clustered_mean",
     "cohens_dz",
@@ -50,6 +55,8 @@ __all__ = [
     "sign_flip_test",
     "spread_floor",
     "tasks_needed",
+    "tasks_to_resolve",
+    "unit_span",
     "variance_split",
     "variance_split_binary",
     "wilcoxon_signed_rank",

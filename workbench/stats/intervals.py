@@ -34,7 +34,9 @@ class Estimate:
     """A mean across tasks with its two-sided confidence interval ``[low, high]``.
 
     ``se`` is the standard error of the mean; ``n_tasks`` counts the tasks that
-    had a defined value. With no tasks every number is NaN.
+    had a defined value. With no tasks every number is NaN. ``method`` names the
+    interval (``t``; ``workbench.stats.bounds`` has the others) and ``note`` says
+    why it is degenerate, widened, or over fewer tasks than the run has.
     """
 
     value: float
@@ -43,6 +45,8 @@ class Estimate:
     n_tasks: int
     se: float
     confidence: float = 0.95
+    method: str = "t"
+    note: str = ""
 
 
 def mean_with_ci(

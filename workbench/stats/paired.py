@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from workbench.stats.bounds import spread_floor as spread_floor  # re-exported: its home was here
 from workbench.stats.intervals import Estimate, mean_with_ci
 
 ALPHA = 0.05
@@ -79,27 +80,6 @@ def mean_difference(
     return mean_with_ci(differences(baseline, candidate), confidence, bounded=False)
 
 
-def spread_floor(
-    mean: float, n: int, confidence: float = 0.95, span: tuple[float, float] = (-1.0, 1.0)
-) -> tuple[float, float]:
-    """The narrowest interval a mean difference over ``n`` tasks can honestly claim.
-
-    The t interval rests on the sample spread of the differences. When few tasks moved, that
-    spread is itself badly estimated: if no task changed at all, the t interval is a single
-    point, which would let three identical tasks "prove" two models equal. This floor allows for
-    the tasks that could have moved without any showing in the sample: up to the upper Wilson
-    bound of a 0/n share, ``w = z² / (n + z²)`` (about 3.84 / n: the rule of three), each moving
-    to the end of its range ``span`` (differences of rewards in [0, 1] lie in [−1, 1]).
-    Returns ``(mean − w·(mean − lo), mean + w·(hi − mean))``; with no tasks, ``span`` itself.
-    """
-    lo, hi = span
-    if n <= 0 or math.isnan(mean):
-        return lo, hi
-    z = _normal_quantile((1.0 + confidence) / 2.0)
-    w = z * z / (n + z * z)
-    return mean - w * max(mean - lo, 0.0), mean + w * max(hi - mean, 0.0)
-
-
 def cohens_dz(baseline: npt.ArrayLike, candidate: npt.ArrayLike) -> float:
     """Cohen's d_z: the mean difference over the standard deviation of the differences.
 
@@ -120,10 +100,11 @@ def minimum_detectable_effect(sd: float, n: int, *, alpha: float = ALPHA, power:
     """The smallest true mean difference a two-sided paired t test at ``alpha`` detects with ``power``.
 
     ``(t[1−α/2, n−1] + t[power, n−1]) · sd / √n``: the usual approximation to the noncentral-t
-    solution (within a few percent of it from ten tasks on). NaN with fewer than two tasks or an
-    unknown ``sd``.
+    solution (within a few percent of it from ten tasks on). NaN with fewer than two tasks, an
+    unknown ``sd``, or ``sd = 0``: when every task changed by the same amount the spread that power
+    rests on is not estimated (0 would claim any effect is detectable), so the MDE is undefined.
     """
-    if n < 2 or math.isnan(sd):
+    if n < 2 or math.isnan(sd) or sd <= 0.0:
         return math.nan
     df = n - 1
     return (_t_quantile(df, 1.0 - alpha / 2.0) + _t_quantile(df, power)) * sd / math.sqrt(n)
@@ -148,6 +129,22 @@ def tasks_needed(effect: float, sd: float, *, alpha: float = ALPHA, power: float
     while n > 2 and minimum_detectable_effect(sd, n - 1, alpha=alpha, power=power) <= target:
         n -= 1
     return n
+
+
+def tasks_to_resolve(delta: float, tolerance: float, sd: float, *, alpha: float = ALPHA,
+                     power: float = POWER) -> int | None:
+    """Paired tasks needed to settle whether a change ``delta`` (good direction positive) is a drop
+    beyond ``tolerance``, if the true change is ``delta`` and the differences have standard deviation ``sd``.
+
+    Settling means the two-sided interval at ``alpha`` leaves the boundary it straddles, with ``power``.
+    Within tolerance (``delta ≥ −tolerance``) the interval must clear ``−tolerance``: the effect to detect
+    is the distance ``delta + tolerance`` to it, not ``tolerance`` itself (a change of −0.0375 against a
+    tolerance of 0.05 is 0.0125 from the boundary, 16 times as many tasks as 0.05 would need). Beyond it,
+    the interval must clear 0: the effect is ``|delta|``. ``None`` when ``sd`` is unknown or zero, or the
+    change sits on the boundary.
+    """
+    effect = delta + tolerance if delta >= -tolerance else delta
+    return tasks_needed(effect, sd, alpha=alpha, power=power)
 
 
 # ---- tests ---------------------------------------------------------------------------------------

@@ -10,11 +10,13 @@ exact to float precision for any ``n``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import numpy.typing as npt
 
-from workbench.stats.intervals import Estimate, mean_with_ci
+from workbench.stats.bounds import bounded_mean
+from workbench.stats.intervals import Estimate
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -63,14 +65,31 @@ def pass_at_k_per_task(n: npt.ArrayLike, c: npt.ArrayLike, k: int) -> npt.NDArra
 def pass_at_k_estimates(
     n: npt.ArrayLike, c: npt.ArrayLike, ks: Sequence[int], confidence: float = 0.95
 ) -> dict[int, Estimate]:
-    """Mean pass@k across tasks with a t-interval, for each ``k`` in ``ks``.
+    """Mean pass@k across tasks with a bounded interval (``bounded_mean``), for each ``k`` in ``ks``.
 
     Each task contributes one value (its repeats are reduced by the estimator),
-    then the mean and interval are taken across tasks. Tasks with fewer than
-    ``k`` attempts are left out of that ``k`` (``Estimate.n_tasks`` says how many
-    counted).
+    then the mean and interval are taken across tasks. pass@k is over the tasks
+    with at least ``k`` attempts only: ``Estimate.n_tasks`` says how many, and the
+    note says so when that is fewer than the attempted tasks (then the values for
+    different ``k`` cover different tasks and need not rise with ``k``).
     """
-    return {k: mean_with_ci(pass_at_k_per_task(n, c, k), confidence) for k in ks}
+    attempted = int(np.count_nonzero(np.asarray(n) > 0))
+    out = {}
+    for k in ks:
+        est = bounded_mean(pass_at_k_per_task(n, c, k), confidence)
+        out[k] = replace(est, note=_join(est.note, subset_note(est.n_tasks, attempted, k)))
+    return out
+
+
+def subset_note(n_counted: int, n_attempted: int, k: int) -> str:
+    """"over the 12 of 20 attempted tasks with at least 4 attempts", or "" when every attempted task counts."""
+    if n_counted >= n_attempted:
+        return ""
+    return f"over the {n_counted} of {n_attempted} attempted tasks with at least {k} attempts"
+
+
+def _join(*notes: str) -> str:
+    return "; ".join(n for n in notes if n)
 
 
 def _check_k(k: int) -> None:

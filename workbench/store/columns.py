@@ -44,6 +44,7 @@ STEP_COLUMNS: dict[str, str] = {
     "metadata": "JSON",
     "scores": "JSON",
     "turns": "JSON",
+    "attempt": "INTEGER",
 }
 
 STEP_KEY = ("run_id", "task_idx", "repeat")

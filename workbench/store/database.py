@@ -7,15 +7,22 @@ readers open it briefly), so a lock conflict is waited out rather than shown.
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import glob
+import hashlib
+import os
 import time
+import uuid
 from pathlib import Path
 
 import duckdb
 
-from workbench.errors import UsageError
+from workbench.errors import RunFailed, UsageError, path_error
 from workbench.resources import sql_path
+from workbench.store.live import pid_alive
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 _LOCK_WAIT_S = 60.0
 # DuckDB caches up to 80 % of RAM by default; the workbench runs beside the model
 # client and the TUI, so each connection gets a small budget and spills past it.
@@ -64,15 +71,29 @@ def _first_line(exc: Exception) -> str:
     return str(exc).strip().splitlines()[0][:200]
 
 
+_SCHEMA_TABLES = frozenset({"nel_meta", "runs", "run_shards", "tasks", "run_tasks", "steps"})
+
+
+class IncompleteStore(UsageError):
+    """A store file whose creation an older nel did not finish; ``connect_rw`` completes it."""
+
+
 def check_version(con: duckdb.DuckDBPyConnection, path: Path, schema: str = "main") -> None:
-    """Refuse a DuckDB file that is not a store, or one written by a newer schema."""
-    found = con.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'nel_meta' AND database_name = current_database()"
-        if schema == "main"
-        else f"SELECT count(*) FROM duckdb_tables() WHERE table_name = 'nel_meta' AND database_name = '{schema}'"
-    ).fetchone()
-    if not found or found[0] == 0:
-        raise UsageError(f"{path}: a DuckDB database but not a nel store (it has no nel_meta table)")
+    """Refuse a DuckDB file that is not a store, or one written by a newer schema; an ``IncompleteStore``
+    for one whose creation an older nel did not finish (``connect_rw`` completes it, losing nothing)."""
+    database = "current_database()" if schema == "main" else f"'{schema}'"
+    tables = {r[0] for r in con.execute(
+        f"SELECT table_name FROM duckdb_tables() WHERE database_name = {database}").fetchall()}
+    if not tables >= _SCHEMA_TABLES:
+        prefix = "" if schema == "main" else f"{schema}."
+        if tables <= _SCHEMA_TABLES and all(
+            con.execute(f"SELECT count(*) FROM {prefix}{t}").fetchone() == (0,) for t in tables - {"nel_meta"}
+        ):
+            raise IncompleteStore(f"{path}: an incomplete store (its creation was interrupted; it lacks "
+                                  f"{', '.join(sorted(_SCHEMA_TABLES - tables))})")
+        if "nel_meta" not in tables:
+            raise UsageError(f"{path}: a DuckDB database but not a nel store (it has no nel_meta table)")
+        raise UsageError(f"{path}: a damaged nel store (it lacks {', '.join(sorted(_SCHEMA_TABLES - tables))})")
     table = "nel_meta" if schema == "main" else f"{schema}.nel_meta"
     row = con.execute(f"SELECT value FROM {table} WHERE key = 'schema_version'").fetchone()
     version = int(row[0]) if row else 0
@@ -85,20 +106,103 @@ def check_version(con: duckdb.DuckDBPyConnection, path: Path, schema: str = "mai
 
 def connect_rw(path: Path, *, memory_limit: str = MEMORY_LIMIT, threads: int = 1) -> duckdb.DuckDBPyConnection:
     """Open (creating if needed) the store for writing, with schema and views in place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fresh = not path.exists()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise path_error(path.parent, exc, "create the store's directory") from None
+    if not path.exists():
+        create_store(path)
     con = _connect(path, read_only=False)
     try:
         limit_memory(con, memory_limit, threads=threads)
-        if not fresh:
+        with contextlib.suppress(IncompleteStore):  # only the store's own tables, all empty: made below
             check_version(con, path)
-        con.execute(sql_path("schema.sql").read_text())
-        _migrate(con)
-        con.execute(sql_path("views.sql").read_text())
+        if not _up_to_date(con):
+            _apply_schema(con)
     except Exception:
         con.close()
         raise
     return con
+
+
+def _apply_schema(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(sql_path("schema.sql").read_text())
+    _migrate(con)
+    views = sql_path("views.sql").read_text()
+    con.execute(views)
+    con.execute("INSERT OR REPLACE INTO nel_meta VALUES ('views_sha256', ?)", [_sha256(views)])
+
+
+def _up_to_date(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the file already has this nel's schema and views: applying them again costs ~50 ms a connection,
+    and a merge or a run's end opens several."""
+    try:
+        meta = dict(con.execute("SELECT key, value FROM nel_meta WHERE key IN "
+                                "('schema_version', 'views_sha256')").fetchall())
+    except duckdb.Error:
+        return False
+    return meta.get("schema_version") == str(SCHEMA_VERSION) and meta.get("views_sha256") == _views_sha256()
+
+
+@functools.cache
+def _views_sha256() -> str:
+    return _sha256(sql_path("views.sql").read_text())
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+_CREATING = ".creating-"
+
+
+def create_store(path: Path) -> None:
+    """Create the store file at ``path`` all at once: it is built and checkpointed under a temporary name,
+    then linked into place. A process killed at any moment leaves either no store or a complete one (and at
+    worst a temporary file, removed by the next creation) — never a file that lacks ``nel_meta`` or
+    ``steps`` and that no later command would open. Another process creating it meanwhile wins the race."""
+    _remove_stale_temporaries(path)
+    tmp = path.with_name(f".{path.name}{_CREATING}{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    try:
+        con = duckdb.connect(str(tmp))
+        try:
+            limit_memory(con)
+            _apply_schema(con)
+            con.execute("CHECKPOINT")
+        finally:
+            con.close()
+        _fsync(tmp)
+        try:
+            os.link(tmp, path)  # atomic, and never replaces a store another process has just created
+        except FileExistsError:
+            pass
+        except OSError:  # a filesystem without hard links: rename (the race above is then last-wins)
+            if not path.exists():
+                os.replace(tmp, path)
+        _fsync(path.parent)
+    except OSError as exc:
+        raise path_error(path, exc, "create the store") from None
+    except duckdb.Error as exc:  # DuckDB's own I/O errors (a full disk while it writes the file)
+        raise RunFailed(f"{path}: cannot create the store ({_first_line(exc)})") from None
+    finally:
+        for leftover in (tmp, tmp.with_name(tmp.name + ".wal")):
+            leftover.unlink(missing_ok=True)
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _remove_stale_temporaries(path: Path) -> None:
+    """Temporary files of creations whose process is gone (killed mid-creation)."""
+    for tmp in path.parent.glob(f".{glob.escape(path.name)}{_CREATING}*"):
+        pid_text = tmp.name.split(_CREATING, 1)[1].split("-", 1)[0]
+        if pid_text.isdigit() and not pid_alive(int(pid_text)):
+            tmp.unlink(missing_ok=True)
 
 
 def _migrate(con: duckdb.DuckDBPyConnection) -> None:
@@ -109,6 +213,15 @@ def _migrate(con: duckdb.DuckDBPyConnection) -> None:
         con.execute("ALTER TABLE steps ADD COLUMN IF NOT EXISTS scores JSON")
     if version < 3:
         con.execute("ALTER TABLE steps ADD COLUMN IF NOT EXISTS turns JSON")
+    if version < 4:
+        con.execute("ALTER TABLE steps ADD COLUMN IF NOT EXISTS attempt INTEGER")
+        # schema.sql made superseded_steps from this store's steps as they were: give it the columns added since
+        for name, kind in con.execute(
+            "SELECT column_name, data_type FROM duckdb_columns() WHERE database_name = current_database() "
+            "AND table_name = 'steps' AND column_name NOT IN (SELECT column_name FROM duckdb_columns() "
+            "WHERE database_name = current_database() AND table_name = 'superseded_steps') ORDER BY column_index"
+        ).fetchall():
+            con.execute(f"ALTER TABLE superseded_steps ADD COLUMN {name} {kind}")
     if version < SCHEMA_VERSION:
         con.execute("UPDATE nel_meta SET value = ? WHERE key = 'schema_version'", [str(SCHEMA_VERSION)])
 

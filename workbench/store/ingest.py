@@ -61,17 +61,27 @@ def live_steps_sql(segments: list[Path], journals: list[Path]) -> str | None:
     if not parts:
         return None
     union = " UNION ALL ".join(parts)
-    return (
-        f"SELECT {cols} FROM ({union}) "
-        "QUALIFY row_number() OVER (PARTITION BY run_id, task_idx, repeat ORDER BY started_at) = 1"
-    )
+    return f"SELECT {cols} FROM ({union}) QUALIFY row_number() OVER ({LATEST_ATTEMPT_FIRST}) = 1"
+
+
+LATEST_ATTEMPT_FIRST = "PARTITION BY run_id, task_idx, repeat ORDER BY coalesce(attempt, 0) DESC, started_at"
+"""The order that makes one row of a step key: its latest attempt (a ``--retry-errors`` retry supersedes the
+errored attempt), and of identical copies (a journal rolled twice around a crash) the first."""
+
+_NOW_UTC = "timezone('UTC', now())"  # naive UTC, as every timestamp of the store
+_SAME_KEY = "s.run_id = n.run_id AND s.task_idx = n.task_idx AND s.repeat = n.repeat"
 
 
 def _insert_new_steps(select: str | None) -> str:
-    return (
-        f"INSERT INTO steps SELECT * FROM ({select}) AS n WHERE NOT EXISTS (SELECT 1 FROM steps s "
-        "WHERE s.run_id = n.run_id AND s.task_idx = n.task_idx AND s.repeat = n.repeat)"
-    )
+    return f"INSERT INTO steps SELECT * FROM ({select}) AS n WHERE NOT EXISTS (SELECT 1 FROM steps s WHERE {_SAME_KEY})"
+
+
+def _supersede(con: duckdb.DuckDBPyConnection, select: str) -> None:
+    """Move the stored steps that ``select`` holds a later attempt of into ``superseded_steps``."""
+    newer = "coalesce(n.attempt, 0) > coalesce(s.attempt, 0)"
+    con.execute(f"INSERT INTO superseded_steps BY NAME SELECT s.*, {_NOW_UTC} AS superseded_at FROM steps s "
+                f"JOIN ({select}) n ON {_SAME_KEY} WHERE {newer}")
+    con.execute(f"DELETE FROM steps s USING ({select}) n WHERE {_SAME_KEY} AND {newer}")
 
 
 def live_tasks_sql(files: list[Path]) -> str:
@@ -142,7 +152,22 @@ def _snapshot(store: Path, sources: list[Path] | None) -> LiveState:
 
 
 def _insert_steps_from(con: duckdb.DuckDBPyConnection, select: str | None) -> int:
-    row = con.execute(_insert_new_steps(select)).fetchone()
+    """Insert the steps of ``select`` whose key is not stored yet; a retried attempt first moves the attempt
+    it supersedes into ``superseded_steps``, all in one transaction."""
+    if select is None:
+        return 0
+    retried = con.execute(f"SELECT coalesce(max(attempt), 0) > 0 FROM ({select})").fetchone()
+    if not (retried and retried[0]):
+        row = con.execute(_insert_new_steps(select)).fetchone()
+        return int(row[0]) if row else 0
+    con.execute("BEGIN TRANSACTION")
+    try:
+        _supersede(con, select)
+        row = con.execute(_insert_new_steps(select)).fetchone()
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
     return int(row[0]) if row else 0
 
 
@@ -190,12 +215,7 @@ def _copy_fresh_shard(con: duckdb.DuckDBPyConnection, store: Path, shard: LiveSh
         for start in range(0, len(shard.segments), _SEGMENTS_PER_STATEMENT):
             batch = shard.segments[start : start + _SEGMENTS_PER_STATEMENT]
             con.execute(f"INSERT INTO steps {segments_sql(batch)}")
-        con.execute(
-            "DELETE FROM steps WHERE rowid IN (SELECT rowid FROM (SELECT rowid, row_number() OVER ("
-            "PARTITION BY task_idx, repeat ORDER BY started_at) AS n FROM steps "
-            "WHERE run_id = ? AND task_idx >= ? AND task_idx < ?) WHERE n > 1)",
-            key,
-        )
+        _keep_latest_attempts(con, key)
         row = con.execute(
             "SELECT count(*) FROM steps WHERE run_id = ? AND task_idx >= ? AND task_idx < ?", key
         ).fetchone()
@@ -207,6 +227,26 @@ def _copy_fresh_shard(con: duckdb.DuckDBPyConnection, store: Path, shard: LiveSh
         raise UsageError(f"{store}: merge failed: {str(exc).splitlines()[0]}") from None
     done.update(shard.segments)
     return int(row[0]) if row else 0
+
+
+def _keep_latest_attempts(con: duckdb.DuckDBPyConnection, key: list[Any]) -> None:
+    """One row per step key in a shard copied in whole: copies of one attempt (a journal rolled twice around a
+    crash) go; an attempt a retry superseded moves to ``superseded_steps`` (once, however many copies)."""
+    ranked = (
+        "SELECT rowid AS rid, row_number() OVER (PARTITION BY task_idx, repeat ORDER BY coalesce(attempt, 0) DESC, "
+        "started_at) AS n, row_number() OVER (PARTITION BY task_idx, repeat, coalesce(attempt, 0) ORDER BY "
+        "started_at) AS copy, coalesce(attempt, 0) < max(coalesce(attempt, 0)) OVER (PARTITION BY task_idx, "
+        "repeat) AS superseded FROM steps WHERE run_id = ? AND task_idx >= ? AND task_idx < ?"
+    )
+    retried = con.execute(
+        "SELECT coalesce(max(attempt), 0) > 0 FROM steps WHERE run_id = ? AND task_idx >= ? AND task_idx < ?", key
+    ).fetchone()
+    if retried and retried[0]:
+        con.execute(
+            f"INSERT INTO superseded_steps BY NAME SELECT *, {_NOW_UTC} AS superseded_at FROM steps WHERE rowid "
+            f"IN (SELECT rid FROM ({ranked}) WHERE superseded AND copy = 1)", key,
+        )
+    con.execute(f"DELETE FROM steps WHERE rowid IN (SELECT rid FROM ({ranked}) WHERE n > 1)", key)
 
 
 def _insert_segments_skipping_present(
@@ -291,3 +331,4 @@ def _ingest_locked(
             if run_dir.is_dir() and not any(run_dir.iterdir()):
                 run_dir.rmdir()
     return report
+

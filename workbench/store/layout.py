@@ -11,6 +11,7 @@ Ingest (``nel eval merge``) copies segments into the DuckDB tables.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,8 +63,13 @@ def shard_dir(store: Path, run_id: str, shard_idx: int) -> ShardDir:
     return ShardDir(segments_root(store) / run_id / f"shard-{shard_idx:04d}")
 
 
-def all_shard_dirs(store: Path) -> list[ShardDir]:
+def all_shard_dirs(store: Path, run_ids: Collection[str] | None = None) -> list[ShardDir]:
+    """Every shard directory of ``store``, or only those of ``run_ids``."""
     root = segments_root(store)
     if not root.is_dir():
         return []
-    return [ShardDir(p) for p in sorted(root.glob("*/shard-*")) if p.is_dir()]
+    if run_ids is None:
+        found = root.glob("*/shard-*")
+    else:
+        found = (p for run_id in run_ids for p in (root / run_id).glob("shard-*"))
+    return [ShardDir(p) for p in sorted(found) if p.is_dir()]

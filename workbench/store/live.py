@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -127,14 +128,14 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def scan(store: Path) -> LiveState:
-    """Snapshot the segments directory of ``store``.
+def scan(store: Path, run_ids: Collection[str] | None = None) -> LiveState:
+    """Snapshot the segments directory of ``store`` (only the shards of ``run_ids`` when given).
 
     Lists files once; a segment that lands after the snapshot is seen next time,
     and a journal rolled away between listing and reading is skipped by readers.
     """
     state = LiveState()
-    for d in all_shard_dirs(store):
+    for d in all_shard_dirs(store, run_ids):
         run = _read_json(d.run_json)
         shard = _read_json(d.shard_json)
         if run is None or shard is None:

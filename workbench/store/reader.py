@@ -11,7 +11,7 @@ skipped) and never a lock error (the file is attached only for the query).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +26,9 @@ from workbench.store.columns import RUN_COLUMNS, SHARD_COLUMNS, STEP_COLUMNS
 from workbench.store.database import (
     READER_JSON_MEMORY_LIMIT,
     READER_MEMORY_LIMIT,
+    IncompleteStore,
     attach_ro,
+    connect_rw,
     limit_memory,
 )
 from workbench.store.ingest import live_steps_sql, live_tasks_sql, vanished_file_error
@@ -42,16 +44,42 @@ class RunOutcomes:
 
     attempts: np.ndarray
     passes: np.ndarray
+    errors: np.ndarray
+    """Per task, aligned with ``attempts``: attempts that reached no verdict (``is_error_category``)."""
     latency_ms: np.ndarray
     failures: dict[str, int]
     tokens: dict[str, int]
 
 
-class Store:
-    """A read-only handle on a store; every call opens and closes its own connection."""
+# DuckDB 1.5 (seen on 1.5.6) fails with "INTERNAL Error: Failed to cast expression to type - expression type
+# mismatch" in its TopN-window optimiser (TopNWindowElimination::ExtractOptimizerParameters, via
+# NotNullExpressionAnalyzer) when a range filter on a window's partition column meets a
+# ``row_number() ... = 1`` filter over ``read_json`` with an explicit column map. The live ``steps`` view is
+# exactly that shape (journals are deduplicated on the step key), so ``WHERE task_idx BETWEEN ...`` over a
+# store with any live run crashed the export and user queries alike. Minimal repro, reported upstream-style:
+#
+#     import duckdb
+#     open("/tmp/j.jsonl", "w").write('{"k": 1, "v": 1.0}\n')
+#     duckdb.sql("SELECT * FROM (SELECT * FROM read_json('/tmp/j.jsonl', columns = {'k': 'INTEGER', "
+#                "'v': 'DOUBLE'}) QUALIFY row_number() OVER (PARTITION BY k ORDER BY v) = 1) "
+#                "WHERE k BETWEEN 0 AND 5")            # INTERNAL Error (also with k >= 0 AND k <= 5)
+#
+# The same query over read_parquet, over a table, with one bound only, with two ORDER BY keys (as the live view
+# now has: latest attempt first, then the earliest copy), or with the optimiser disabled works. Reader connections
+# turn that one optimiser off all the same, so no query of that shape (``nel sql``, a notebook) can hit it: it only
+# rewrites row_number() filters into a top-N, which our views do not need for speed (tests/perf/bench_export.py).
+_READER_SETTINGS = "SET disabled_optimizers = 'top_n_window_elimination'"
 
-    def __init__(self, path: str | Path) -> None:
+
+class Store:
+    """A read-only handle on a store; every call opens and closes its own connection.
+
+    ``runs`` scopes the live part of the store to those runs: a reader of one finished run (an export)
+    then never touches another run's journals, which a live writer may roll away at any moment."""
+
+    def __init__(self, path: str | Path, *, runs: Iterable[str] | None = None) -> None:
         self._pinned: duckdb.DuckDBPyConnection | None = None
+        self._runs = None if runs is None else frozenset(runs)
         self.path = resolve_store_path(path)
         if not self.path.exists() and not segments_root(self.path).is_dir():
             raise UsageError(f"{self.path}: no store here (no such file)")
@@ -61,12 +89,17 @@ class Store:
     def __repr__(self) -> str:
         return f"Store({str(self.path)!r})"
 
+    def scoped(self, runs: Iterable[str]) -> Store:
+        """This store with its live part limited to ``runs`` (the database part is read whole)."""
+        return Store(self.path, runs=runs)
+
     @contextmanager
     def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """An in-memory connection with the store's tables and views, live runs included."""
         for attempt in range(8):
             con = duckdb.connect()
-            live = scan(self.path)
+            con.execute(_READER_SETTINGS)
+            live = scan(self.path, self._runs)
             limit_memory(con, READER_MEMORY_LIMIT if live.empty else READER_JSON_MEMORY_LIMIT)
             try:
                 self._build(con, live)
@@ -84,13 +117,19 @@ class Store:
 
     def _build(self, con: duckdb.DuckDBPyConnection, live: LiveState) -> None:
         if self.path.exists():
-            attach_ro(con, self.path, "db")
+            try:
+                attach_ro(con, self.path, "db")
+            except IncompleteStore:  # left by an older nel killed while creating it: complete it, once
+                con.execute("DETACH db")
+                connect_rw(self.path).close()
+                attach_ro(con, self.path, "db")
         else:
             con.execute("ATTACH ':memory:' AS db")
             con.execute("USE db")
             con.execute(sql_path("schema.sql").read_text())
             con.execute("USE memory")
         self._db_steps(con)
+        self._superseded(con)
         if live.empty:
             for table in ("runs", "run_shards", "tasks", "run_tasks"):
                 con.execute(f"CREATE VIEW {table} AS SELECT * FROM db.{table}")
@@ -98,6 +137,17 @@ class Store:
         else:
             self._live_views(con, live)
         con.execute(sql_path("views.sql").read_text())
+
+    @staticmethod
+    def _superseded(con: duckdb.DuckDBPyConnection) -> None:
+        """``superseded_steps``: attempts a ``--retry-errors`` retry replaced (none in a store older than that)."""
+        have = con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = 'db' "
+                           "AND table_name = 'superseded_steps'").fetchone()
+        if have and have[0]:
+            con.execute("CREATE VIEW superseded_steps AS SELECT * FROM db.superseded_steps")
+        else:
+            con.execute("CREATE VIEW superseded_steps AS SELECT *, CAST(NULL AS TIMESTAMP) AS superseded_at "
+                        "FROM db_steps WHERE false")
 
     @staticmethod
     def _db_steps(con: duckdb.DuckDBPyConnection) -> None:
@@ -157,10 +207,17 @@ class Store:
         else:
             # A view, not a copy: a running run may be large. If the writer rolls a journal away
             # mid-query, ``Store.sql`` retries on a fresh snapshot.
+            stored = "db_steps"
+            if any(shard.shard.get("retries") for shard in live.shards):
+                # a live retry supersedes the stored attempt it repeats (ingest will move that one aside)
+                stored = (f"(SELECT * FROM db_steps s WHERE NOT EXISTS (SELECT 1 FROM ({steps}) l WHERE "
+                          "s.run_id = l.run_id AND s.task_idx = l.task_idx AND s.repeat = l.repeat "
+                          "AND coalesce(l.attempt, 0) > coalesce(s.attempt, 0)))")
             con.execute(
-                f"CREATE VIEW steps AS SELECT * FROM db_steps UNION ALL SELECT * FROM ({steps}) l "
-                "WHERE NOT EXISTS (SELECT 1 FROM db.steps s WHERE s.run_id = l.run_id "
-                "AND s.task_idx = l.task_idx AND s.repeat = l.repeat)"
+                f"CREATE VIEW steps AS SELECT * FROM {stored} UNION ALL SELECT * FROM ({steps}) l "
+                "WHERE NOT EXISTS (SELECT 1 FROM db_steps s WHERE s.run_id = l.run_id "
+                "AND s.task_idx = l.task_idx AND s.repeat = l.repeat "
+                "AND coalesce(s.attempt, 0) >= coalesce(l.attempt, 0))"
             )
 
     # ---- convenience readers returning polars frames -------------------------------------
@@ -212,6 +269,8 @@ class Store:
             WITH s AS (SELECT * FROM steps WHERE {where})
             SELECT 'task' AS kind, task_idx::VARCHAR AS k, count(*)::DOUBLE AS a, count(*) FILTER (WHERE passed) AS b
                 FROM s GROUP BY task_idx
+            UNION ALL SELECT 'errors', task_idx::VARCHAR, count(*), 0 FROM s
+                WHERE is_error_category(failure_category) GROUP BY task_idx
             UNION ALL SELECT 'failure', failure_category, count(*), 0 FROM s
                 WHERE failure_category IS NOT NULL GROUP BY failure_category
             UNION ALL SELECT 'tokens', 'x', sum(prompt_tokens), sum(completion_tokens) FROM s
@@ -225,11 +284,13 @@ class Store:
         # by task index: the float sums behind each mean then add up in the same order every time
         tasks = sorted(((int(k), a, b) for kind, k, a, b in rows if kind == "task"))
         tasks_ab = [(a, b) for _, a, b in tasks]
+        errors = {int(k): int(a) for kind, k, a, _ in rows if kind == "errors"}
         totals = {kind: (a, b) for kind, _, a, b in rows if kind.startswith("tokens")}
         prompt, completion = totals.get("tokens", (None, None))
         return RunOutcomes(
             attempts=np.array([a for a, _ in tasks_ab], dtype=np.int64),
             passes=np.array([b for _, b in tasks_ab], dtype=np.int64),
+            errors=np.array([errors.get(idx, 0) for idx, _, _ in tasks], dtype=np.int64),
             latency_ms=np.asarray(latency, dtype=np.float64),
             failures={str(k): int(a) for kind, k, a, _ in rows if kind == "failure"},
             tokens={
@@ -271,6 +332,7 @@ def _insert(con: duckdb.DuckDBPyConnection, table: str, columns: tuple[str, ...]
         )
 
 
-def open_store(path: str | Path) -> Store:
-    """Open the store at ``path`` (its DuckDB file, or the directory holding ``nel.duckdb``)."""
-    return Store(path)
+def open_store(path: str | Path, *, runs: Iterable[str] | None = None) -> Store:
+    """Open the store at ``path`` (its DuckDB file, or the directory holding ``nel.duckdb``); ``runs`` limits
+    its live part to those runs (see ``Store``)."""
+    return Store(path, runs=runs)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import socket
 import time
+from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from typing import Any
 import duckdb
 import orjson
 
+from workbench.secrets import redact_bytes, redact_text, redact_value, secret_needles
 from workbench.store.columns import JOURNAL_SENTINEL, journal_read_sql, sql_string
 from workbench.store.database import MEMORY_LIMIT, limit_memory
 from workbench.store.layout import ShardDir, shard_dir
@@ -33,6 +35,14 @@ def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
     os.replace(tmp, path)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def roll_journal(journal: Path, segment: Path) -> bool:
@@ -79,9 +89,22 @@ class ShardWriter:
         for leftover in self.dir.journals():
             self._submit_roll(leftover)
 
-    def begin(self, run_header: dict[str, Any], shard_header: dict[str, Any], tasks: list[dict[str, Any]]) -> None:
-        """Record what the run is, what this shard covers and which tasks it will attempt."""
+    def begin(self, run_header: dict[str, Any], shard_header: dict[str, Any], tasks: Iterable[dict[str, Any]]) -> None:
+        """Record which tasks the shard will attempt (streamed: ``tasks`` may be a generator that seeds them),
+        then what the run is and what this shard covers: a task that fails to seed leaves no shard behind."""
+        tasks_path = self.dir.path / "tasks.jsonl"
+        tmp = tasks_path.with_name(".tasks.jsonl.tmp")
+        try:
+            with open(tmp, "wb") as fh:
+                for task in tasks:
+                    fh.write(orjson.dumps(task) + b"\n")
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
         write_json_atomic(self.dir.run_json, run_header)
+        previous = _read_json(self.dir.shard_json)
+        if previous.get("retries"):  # its retried steps may still be live: readers must keep preferring them
+            shard_header = {**shard_header, "retries": True}
         self._shard_header = {
             **shard_header,
             "status": "running",
@@ -92,22 +115,36 @@ class ShardWriter:
             "error": None,
         }
         write_json_atomic(self.dir.shard_json, self._shard_header)
-        tasks_path = self.dir.path / "tasks.jsonl"
-        tmp = tasks_path.with_name(".tasks.jsonl.tmp")
-        with open(tmp, "wb") as fh:
-            for task in tasks:
-                fh.write(orjson.dumps(task) + b"\n")
         os.replace(tmp, tasks_path)
 
     def _journal_path(self) -> Path:
         return self.dir.path / f"journal-{self._seq:06d}.jsonl"
 
+    @property
+    def journal_path(self) -> Path:
+        """The journal the next step goes to (named in an error when it cannot be written)."""
+        return self._journal_path()
+
     def append(self, row: dict[str, Any]) -> None:
-        """Persist one completed step (one ``write`` call)."""
+        """Persist one completed step (one ``write`` call), with no secret in it.
+
+        Redaction is one test of the serialized bytes against the registered secrets (none registered:
+        no test at all); only a row that holds one is redacted, in its bytes (field by field, should a
+        secret's quotes or backslashes make that invalid JSON).
+        """
         if self._fd is None:
             self._fd = os.open(self._journal_path(), _JOURNAL_FLAGS, 0o644)
+        blob = orjson.dumps(row)
+        needles = secret_needles()
+        if needles and any(n in blob for n in needles):
+            clean = redact_bytes(blob)
+            try:
+                orjson.loads(clean)
+            except orjson.JSONDecodeError:
+                clean = orjson.dumps(redact_value(row))
+            blob = clean
         # The sentinel comes last: a line cut short by a crash lacks it and is never read.
-        os.write(self._fd, orjson.dumps(row)[:-1] + JOURNAL_SENTINEL)
+        os.write(self._fd, blob[:-1] + JOURNAL_SENTINEL)
         self.n_written += 1
         self._in_journal += 1
         if self._in_journal >= self.roll_every:
@@ -143,7 +180,8 @@ class ShardWriter:
         self.roll()
         self._pool.shutdown(wait=True)
         self._collect(wait=True)
-        self._shard_header.update(status=status, finished_at=time.time(), error=error, n_steps=self.n_written)
+        self._shard_header.update(status=status, finished_at=time.time(), n_steps=self.n_written,
+                                  error=None if error is None else redact_text(error))
         write_json_atomic(self.dir.shard_json, self._shard_header)
 
     def abandon(self) -> None:

@@ -16,7 +16,7 @@ import altair as alt
 import numpy as np
 import polars as pl
 
-from workbench.analysis.diagnosis.types import BUCKETS, RunProfile, ScoreShift, TaskShift
+from workbench.analysis.diagnosis.types import TASK_BUCKETS, RunProfile, ScoreShift, TaskShift
 from workbench.stats import wilson_interval
 
 WATERFALL_TOP = 12
@@ -34,7 +34,8 @@ CELL_PICK = "cell_pick"
 
 COLORS = {"regressed": "#d62728", "improved": "#2ca02c", "unchanged": "#8c8c8c", "rest": "#9467bd",
           "total": "#1f77b4"}
-BUCKET_COLORS = {"always": "#2ca02c", "sometimes": "#ff7f0e", "never": "#d62728", "missing": "#8c8c8c"}
+BUCKET_COLORS = {"always": "#2ca02c", "sometimes": "#ff7f0e", "never": "#d62728", "errored": "#9467bd",
+                 "missing": "#8c8c8c"}
 WIDTH, HEIGHT = 380, 240
 
 
@@ -210,9 +211,10 @@ def slice_shift_chart(shift: ScoreShift, max_bars: int = SLICE_MAX_BARS) -> alt.
 
 
 def transition_frame(shift: ScoreShift) -> pl.DataFrame:
-    """Every (bucket in A, bucket in B) cell, zeros included, in ``BUCKETS`` order; ``missing`` only when it
+    """Every (bucket in A, bucket in B) cell, zeros included, in ``TASK_BUCKETS`` order; ``errored`` and ``missing``
+    only when a task is in one; ``missing`` only when it
     occurs (a paired task is attempted on both sides, so normally it does not)."""
-    used = [b for b in BUCKETS if b != "missing" or any("missing" in key for key in shift.transitions)]
+    used = [b for b in TASK_BUCKETS if b not in ("missing", "errored") or any(b in key for key in shift.transitions)]
     rows = [{"bucket_a": a, "bucket_b": b, "n_tasks": int(shift.transitions.get((a, b), 0))}
             for a in used for b in used]
     return pl.DataFrame(rows, schema={"bucket_a": pl.Utf8, "bucket_b": pl.Utf8, "n_tasks": pl.Int64})
@@ -279,7 +281,8 @@ def bucket_histogram_frame(profile: RunProfile) -> pl.DataFrame:
 
 def bucket_histogram(profile: RunProfile) -> alt.Chart:
     frame = bucket_histogram_frame(profile)
-    counts = ", ".join(f"{b} {profile.bucket_count(b)}" for b in BUCKETS)
+    shown = [b for b in TASK_BUCKETS if b != "errored" or profile.bucket_count(b)]
+    counts = ", ".join(f"{b} {profile.bucket_count(b)}" for b in shown)
     return alt.Chart(frame).mark_bar().encode(
         x=alt.X("passes:O", title="passing attempts per task", axis=alt.Axis(labelAngle=0)),
         y=alt.Y("n_tasks:Q", title="tasks"),

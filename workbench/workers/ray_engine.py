@@ -18,6 +18,7 @@ import re
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -148,12 +149,19 @@ def connect(ray: Any, address: str | None) -> bool:
     target = address or os.environ.get("RAY_ADDRESS")
     if target:
         probe(target)
-    try:
-        ray.init(address=address or None, **kwargs)
-    except Exception as exc:  # ConnectionError, ValueError, RuntimeError: Ray words them well
-        where = address or os.environ.get("RAY_ADDRESS") or "a local cluster"
-        raise UsageError(f"cannot reach the Ray cluster at {where}: {_last_line(str(exc))}") from None
-    return True
+    for attempt in range(3):
+        try:
+            ray.init(address=address or None, **kwargs)
+            return True
+        except Exception as exc:  # ConnectionError, ValueError, RuntimeError: Ray words them well
+            # Ray Client's proxy checks its per-client server with psutil, which raises on a server process
+            # that has exited but not been reaped yet (a host whose init reaps late): that passes, so try again.
+            if "ZombieProcess" in str(exc) and attempt < 2:
+                time.sleep(1.0)
+                continue
+            where = address or os.environ.get("RAY_ADDRESS") or "a local cluster"
+            raise UsageError(f"cannot reach the Ray cluster at {where}: {_last_line(str(exc))}") from None
+    raise AssertionError("unreachable")
 
 
 def run_shards_on_ray(job: RayJob, *, secrets: Mapping[str, str] | None = None,
@@ -186,9 +194,9 @@ def run_shards_on_ray(job: RayJob, *, secrets: Mapping[str, str] | None = None,
     result = RayResult(sorted(outcomes, key=lambda o: o.idx))
     if not result.failed and job.shards > 1:
         result.merge = ingest(job.store, bulk=True)
-        from workbench.analysis.artifacts import export_run
+        from workbench.analysis.settle import settle
 
-        for run_id, status in sorted(result.merge.runs.items()):
-            if status == "complete":
-                result.exports[run_id] = export_run(job.store, run_id, job.store.parent / "runs" / run_id).bundle
+        for settled in settle(job.store, result.merge.runs, runs=result.run_ids):
+            if settled.export is not None:
+                result.exports[settled.run.run_id] = settled.export
     return result

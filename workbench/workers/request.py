@@ -15,6 +15,8 @@ from typing import Any
 from urllib.parse import urlparse
 
 from workbench.errors import UsageError
+from workbench.limits import MAX_CONCURRENT, MAX_REPEATS
+from workbench.secrets import url_has_credentials
 
 MOCK = "mock"
 """``model_url`` that asks the supervisor to start the built-in mock model (a labelled test model)."""
@@ -65,12 +67,21 @@ class RunRequest:
                 url = urlparse(str(self.model_url))
                 if url.scheme not in ("http", "https") or not url.netloc:
                     raise UsageError(f"model_url: {self.model_url!r} is not an http(s) URL (or 'mock')")
+                if url_has_credentials(str(self.model_url)):
+                    raise UsageError("model_url: carries credentials (user:password@ or a key in its query string), "
+                                     "which a background run would write into its state file and every worker's "
+                                     "command line; pass the key in $NEMO_API_KEY, or run a config file whose "
+                                     "url reads it from the environment (url: ...?key=${VAR})")
         for name in ("repeats", "max_problems"):  # a config file's own are checked when it loads
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise UsageError(f"{name}: must be at least 1, got {value}")
         if self.max_concurrent is not None and self.max_concurrent < 1:
             raise UsageError(f"max_concurrent: must be at least 1, got {self.max_concurrent}")
+        if self.repeats is not None:
+            MAX_REPEATS.check("repeats", self.repeats)
+        if self.max_concurrent is not None:
+            MAX_CONCURRENT.check("max_concurrent", self.max_concurrent)
         if self.sandbox not in (None, "docker", "local"):
             raise UsageError(f"sandbox: expected docker or local, got {self.sandbox!r}")
         if not 1 <= self.shards <= MAX_SHARDS:

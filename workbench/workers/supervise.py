@@ -72,7 +72,11 @@ class Supervisor:
             self.save(status="merging")
             # In a session of its own: a stop asked for now does not cut a merge short (it is quick, and the
             # shards it merges are complete).
-            merge = self._nel(["eval", "merge", str(request.store)], log=self.state.directory / "merge.log",
+            # It answers for this launch's runs only: another run of the store, incomplete, is not this one's
+            # failure.
+            self._learn_run_ids()
+            scope = [arg for run_id in self.state.run_ids for arg in ("--run", run_id)]
+            merge = self._nel(["eval", "merge", str(request.store), *scope], log=self.state.directory / "merge.log",
                               own_session=True)
             if merge.wait() != 0:
                 return self._end("failed", f"merge exited with {merge.returncode} "

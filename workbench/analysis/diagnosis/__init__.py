@@ -13,6 +13,7 @@ from typing import Any
 
 from workbench.analysis.diagnosis.types import (
     BUCKETS,
+    TASK_BUCKETS,
     TAXONOMY,
     TAXONOMY_LABELS,
     AnswerCount,
@@ -57,7 +58,8 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "BUCKETS", "TAXONOMY", "TAXONOMY_LABELS", "AnswerCount", "Artifact", "AttemptEvidence", "AttemptFlips",
+    "BUCKETS", "TASK_BUCKETS", "TAXONOMY", "TAXONOMY_LABELS", "AnswerCount", "Artifact", "AttemptEvidence",
+    "AttemptFlips",
     "CostContrast", "CrossTabCell", "Diagnosis", "ErrorHotspot", "FailureCount", "Finding", "RunDiagnosis",
     "RunProfile", "ScoreShift", "SliceRow", "SliceShift", "TaskDive", "TaskEvidence", "TaskShift", *_LAZY,
 ]

@@ -68,7 +68,9 @@ def diagnose(
         artifacts=tuple(_artifact(r) for r in runs),
         settings={"metric": baseline.metric, "slices": list(columns), "top": top,
                   "slices_chosen": "given" if slices is not None else "default (few distinct values)",
-                  "pairing": "task_id (content hash)", "interval": "95 % Student t over tasks, as nel eval stats",
+                  "pairing": "task_id (content hash)",
+                  "interval": "95 %, as nel eval stats: Wilson when every task scored 0 or 1, else Student t over "
+                              "tasks cut to [0, 1] and never narrower than the zero-spread floor",
                   "evidence": [_evidence_name(e) for e in (evidence_baseline, evidence_candidate)[:len(runs)]],
                   "version": workbench.__version__},
     )

@@ -264,11 +264,15 @@ def _unreliable(p: RunProfile) -> Finding | None:
     sometimes = p.buckets.get("sometimes", ())
     if p.retry_value < RETRY_VALUE_MIN or len(sometimes) < SOMETIMES_MIN_TASKS:
         return None
+    subset = ""
+    if 0 < p.pass_at_k_tasks < p.n_attempted:  # pass@k exists only where there were k attempts
+        subset = (f"; over the {p.pass_at_k_tasks} of {p.n_attempted} attempted tasks with {p.k} attempts, "
+                  f"pass@1 {p.pass_at_k - p.retry_value:.3f} and pass@{p.k} {p.pass_at_k:.3f}")
     return Finding(
         category="unreliable_knowledge",
         title=f"{plural(len(sometimes), 'sometimes-pass task')}; pass@{p.k} exceeds pass@1 by {p.retry_value:.3f}",
         detail=f"Run {p.run_id}: pass@1 {p.pass_at_1:.3f}, pass@{p.k} {p.pass_at_k:.3f}, consistency "
-               f"{p.consistency:.3f}; sometimes-pass: {cite(sometimes)}.",
+               f"{p.consistency:.3f}{subset}; sometimes-pass: {cite(sometimes)}.",
         task_idx=_ids(sometimes),
         rule="run.unreliable",
         suggestion="Improve consistency (lower temperature, self-consistency / majority voting, more reasoning "
@@ -277,7 +281,8 @@ def _unreliable(p: RunProfile) -> Finding | None:
 
 
 def _never_slices(p: RunProfile) -> list[Finding]:
-    """Never-pass tasks piled into one slice value: a missing skill, not noise. At most one per column."""
+    """Never-pass tasks piled into one slice value: a missing skill, not noise. At most one per column. A value
+    that holds every attempted task has no rest of the run to be set against: it concentrates nothing."""
     never = p.buckets.get("never", ())
     if not never or not p.n_attempted:
         return []
@@ -287,7 +292,9 @@ def _never_slices(p: RunProfile) -> list[Finding]:
         for r in (r for r in p.slices if r.column == column):
             n_never = round(r.always_fail_rate * r.n_tasks)
             n_rest = p.n_attempted - r.n_tasks
-            rest = (len(never) - n_never) / n_rest if n_rest > 0 else 0.0
+            if n_rest <= 0:
+                continue
+            rest = (len(never) - n_never) / n_rest
             if (n_never >= NEVER_SLICE_MIN_TASKS and n_never / len(never) >= NEVER_SLICE_SHARE_MIN
                     and r.always_fail_rate >= NEVER_SLICE_LIFT_MIN * rest
                     and (best is None or n_never > best[0])):

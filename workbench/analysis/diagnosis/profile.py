@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import polars as pl
 
 from workbench.analysis.diagnosis.types import (
-    BUCKETS,
+    TASK_BUCKETS,
     CostContrast,
     CrossTabCell,
     ErrorHotspot,
@@ -65,8 +65,10 @@ def run_profile(run: RunData, *, slices: Sequence[str] | None = None) -> RunProf
     expected = n_tasks * run.n_repeats
     k = int(attempted["n"].max() or 0) if n_attempted else 0  # type: ignore[arg-type]
     pass_at_1 = _mean(attempted["p"])
-    pass_at_k = _mean((attempted["n_pass"] > 0).cast(pl.Float64))
-    curve, low, high = _pass_at_k_curve(run) if n_attempted else ((), math.nan, math.nan)
+    # pass@k, k = the most attempts: only tasks with k attempts define it (any pass among fewer is pass@n, less)
+    full = attempted.filter(pl.col("n") >= k)
+    pass_at_k = _mean((full["n_pass"] > 0).cast(pl.Float64))
+    curve, counts, low, high = _pass_at_k_curve(run) if n_attempted else ((), (), math.nan, math.nan)
     return RunProfile(
         run_id=run.run_id, benchmark=run.benchmark, model_id=run.model_id, metric=run.metric,
         source="store" if run.source.startswith("store:") else run.source, n_repeats=run.n_repeats,
@@ -75,23 +77,25 @@ def run_profile(run: RunData, *, slices: Sequence[str] | None = None) -> RunProf
         coverage=n_attempts / expected if expected else math.nan,
         pass_at_1=pass_at_1, pass_at_1_low=low, pass_at_1_high=high, pass_at_k=pass_at_k, k=k,
         consistency=_mean((attempted["bucket"] == "always").cast(pl.Float64)),
-        retry_value=pass_at_k - pass_at_1, pass_at_k_curve=curve,
-        buckets={b: tuple(tasks.filter(pl.col("bucket") == b)["task_idx"].to_list()) for b in BUCKETS},
+        retry_value=pass_at_k - _mean(full["p"]), pass_at_k_curve=curve,
+        buckets={b: tuple(tasks.filter(pl.col("bucket") == b)["task_idx"].to_list()) for b in TASK_BUCKETS},
         pass_histogram=_histogram(attempted, k), slice_columns=columns,
         slices=_slice_rows(attempted, columns), failures=_failures(attempts),
         failure_by_slice=_failure_cells(attempts, attempted, columns), cost=_cost(attempts, attempted, columns),
         error_hotspots=_hotspots(attempts), error_rate=n_errors / n_attempts if n_attempts else math.nan,
+        pass_at_k_tasks=len(full), curve_tasks=counts,
     )
 
 
 def task_outcomes(run: RunData, columns: Sequence[str] = ()) -> pl.DataFrame:
     """One row per task the run lists: ``task_id``, ``task_idx``, ``n``, ``n_pass``, ``n_error``, ``p`` (null
-    when not attempted), ``bucket`` (always / sometimes / never / missing) and each slice column, a missing
-    value read as ``(none)``. A task whose every attempt errored is ``never``: it passed no attempt."""
+    when not attempted), ``bucket`` (``TASK_BUCKETS``: a task whose every attempt was an error is ``errored``, as in
+    ``task_stats`` and ``nel eval stats``) and each slice column, a missing value read as ``(none)``."""
     return run.tasks.select(
         "task_id", "task_idx", "n", "n_pass", "n_error",
         pl.when(pl.col("n") > 0).then(pl.col("n_pass") / pl.col("n")).alias("p"),
         pl.when(pl.col("n") == 0).then(pl.lit("missing"))
+        .when(pl.col("n_error") == pl.col("n")).then(pl.lit("errored"))
         .when(pl.col("n_pass") == pl.col("n")).then(pl.lit("always"))
         .when(pl.col("n_pass") == 0).then(pl.lit("never"))
         .otherwise(pl.lit("sometimes")).alias("bucket"),
@@ -128,12 +132,16 @@ def _mean(values: pl.Series) -> float:
     return float(values.mean()) if len(values) else math.nan  # type: ignore[arg-type]
 
 
-def _pass_at_k_curve(run: RunData) -> tuple[tuple[tuple[int, float, float, float], ...], float, float]:
-    """pass@k for k = 1..n_repeats with its analytic interval, and pass@1's interval, as ``nel eval stats``."""
+def _pass_at_k_curve(
+    run: RunData,
+) -> tuple[tuple[tuple[int, float, float, float], ...], tuple[int, ...], float, float]:
+    """pass@k for k = 1..n_repeats with its analytic interval and the tasks behind each point (those with at
+    least k attempts), and pass@1's interval, as ``nel eval stats``."""
     stats = run_statistics(run, bootstrap=0)
     curve = tuple((k, e.value, e.low, e.high) for k, e in stats.overall.pass_at_k.items())
+    counts = tuple(e.n_tasks for e in stats.overall.pass_at_k.values())
     first = stats.overall.pass_at_k[1]
-    return curve, first.low, first.high
+    return curve, counts, first.low, first.high
 
 
 def _histogram(attempted: pl.DataFrame, k: int) -> tuple[tuple[int, int], ...]:

@@ -22,6 +22,7 @@ import workbench
 from workbench.analysis.diagnosis.findings import agreed_wrong_answer, cite, plural
 from workbench.analysis.diagnosis.types import (
     BUCKETS,
+    TASK_BUCKETS,
     TAXONOMY_LABELS,
     AttemptEvidence,
     Diagnosis,
@@ -96,15 +97,22 @@ def _summary(d: Diagnosis) -> list[str]:
 
 
 def _headline(p: RunProfile, label: str) -> str:
-    b = {k: p.bucket_count(k) for k in BUCKETS}
+    b = {k: p.bucket_count(k) for k in TASK_BUCKETS}
     top = p.failures[0] if p.failures else None
     failure = (f" Most frequent failure: {md_escape(top.category)} ({top.n_attempts} attempts on {top.n_tasks} "
                f"tasks, {top.share:.0%} of failed attempts).") if top else " No failed attempt."
     return (f"{_cap(label)} ({md_escape(p.model_id or 'unknown model')}, metric {md_escape(p.metric)}): "
             f"pass@1 {_f(p.pass_at_1)} [{_f(p.pass_at_1_low)}, {_f(p.pass_at_1_high)}] over {p.n_attempted} "
-            f"attempted tasks ({p.n_attempts} attempts, up to {p.n_repeats} each); pass@{p.k} {_f(p.pass_at_k)}. "
-            f"Buckets: {b['always']} always, {b['sometimes']} sometimes, {b['never']} never, {b['missing']} "
-            f"missing.{failure} Error rate {p.error_rate:.1%}.")
+            f"attempted tasks ({p.n_attempts} attempts, up to {p.n_repeats} each); pass@{p.k} {_f(p.pass_at_k)}"
+            f"{_over(p)}. Buckets: {b['always']} always, {b['sometimes']} sometimes, {b['never']} never, "
+            f"{b['errored']} errored, {b['missing']} missing.{failure} Error rate {p.error_rate:.1%}.")
+
+
+def _over(p: RunProfile, lead: str = "") -> str:
+    """" over the 3 of 4 attempted tasks with 4 attempts" when pass@k cannot count every attempted task."""
+    if 0 < p.pass_at_k_tasks < p.n_attempted:
+        return f"{lead} over the {p.pass_at_k_tasks} of {p.n_attempted} attempted tasks with {p.k} attempts"
+    return ""
 
 
 def _inventory(d: Diagnosis) -> list[str]:
@@ -128,16 +136,18 @@ def _aggregate(d: Diagnosis) -> list[str]:
         ("tasks attempted / listed", lambda p: f"{p.n_attempted} / {p.n_tasks}"),
         ("attempts (coverage)", lambda p: f"{p.n_attempts} ({p.coverage:.1%})"),
         ("pass@1 [95 % interval]", lambda p: f"{_f(p.pass_at_1)} [{_f(p.pass_at_1_low)}, {_f(p.pass_at_1_high)}]"),
-        ("pass@k (oracle ceiling)", lambda p: f"{_f(p.pass_at_k)} (k = {p.k})"),
+        ("pass@k (oracle ceiling)", lambda p: f"{_f(p.pass_at_k)} (k = {p.k}{_over(p, ',')})"),
         ("consistency (all attempts pass)", lambda p: _f(p.consistency)),
-        ("retry value (pass@k − pass@1)", lambda p: _f(p.retry_value)),
+        ("retry value (pass@k − pass@1 on the same tasks)", lambda p: _f(p.retry_value)),
         ("error rate", lambda p: f"{p.error_rate:.2%}"),
     ]
     rows = [(name, *(fn(r.profile) for r in runs)) for name, fn in measures]
     lines = _table(head, "l" + "r" * len(runs), rows)
-    lines += ["", "pass@k by k (unbiased estimator, 95 % interval):", ""]
+    lines += ["", "pass@k by k (unbiased estimator, 95 % interval; each k over the tasks with at least k attempts, "
+                  "how many in parentheses when that is not every attempted task):", ""]
     ks = sorted({k for r in runs for k, *_ in r.profile.pass_at_k_curve})
-    curve = {id(r): {k: (e, lo, hi) for k, e, lo, hi in r.profile.pass_at_k_curve} for r in runs}
+    curve = {id(r): {k: (e, lo, hi, _subset(r.profile, i)) for i, (k, e, lo, hi) in
+                     enumerate(r.profile.pass_at_k_curve)} for r in runs}
     rows = [(str(k), *(_curve_cell(curve[id(r)].get(k)) for r in runs)) for k in ks]
     lines += _table(("k", *(_label(d, r) for r in runs)), "r" + "l" * len(runs), rows, empty="no attempts")
     for r in runs:
@@ -156,17 +166,24 @@ def _aggregate(d: Diagnosis) -> list[str]:
     return lines
 
 
-def _curve_cell(point: tuple[float, float, float] | None) -> str:
-    return "-" if point is None else f"{_f(point[0])} [{_f(point[1])}, {_f(point[2])}]"
+def _curve_cell(point: tuple[float, float, float, str] | None) -> str:
+    return "-" if point is None else f"{_f(point[0])} [{_f(point[1])}, {_f(point[2])}]{point[3]}"
+
+
+def _subset(p: RunProfile, i: int) -> str:
+    """" (3 of 4 tasks)" when the curve's i-th point counts fewer than the attempted tasks."""
+    n = p.curve_tasks[i] if i < len(p.curve_tasks) else p.n_attempted
+    return f" ({n} of {p.n_attempted} tasks)" if n < p.n_attempted else ""
 
 
 def _buckets(d: Diagnosis) -> list[str]:
-    lines = ["always: every attempt passed; sometimes: some did; never: none did; missing: never attempted.", ""]
+    lines = ["always: every attempt passed; sometimes: some did; never: none did; errored: every attempt was an "
+             "error (no verdict: says nothing about the model); missing: never attempted.", ""]
     for r in _runs(d):
         p = r.profile
         total = p.n_tasks or 1
         rows = [(b, str(p.bucket_count(b)), f"{p.bucket_count(b) / total:.1%}", cite(p.buckets.get(b, ())))
-                for b in BUCKETS]
+                for b in TASK_BUCKETS]
         lines += [f"{_cap(_label(d, r))}:", ""]
         lines += _table(("bucket", "tasks", "share", "task ids"), "lrrl", rows)
         hist = "; ".join(f"{plural(n, 'task')} with {passes} passing" for passes, n in p.pass_histogram)
@@ -263,8 +280,9 @@ def _cross_run(d: Diagnosis) -> list[str]:
     lines += [f"Attempts paired by repeat index ({f.n_pairs} pairs): {f.pass_to_fail} pass → fail, "
               f"{f.fail_to_pass} fail → pass, {f.pass_to_pass} pass → pass, {f.fail_to_fail} fail → fail.", ""]
     lines += ["Bucket transitions (rows: baseline, columns: candidate; paired tasks):", ""]
-    lines += _table(("baseline \\ candidate", *BUCKETS), "l" + "r" * len(BUCKETS),
-                    [(x, *(str(s.transitions.get((x, y), 0)) for y in BUCKETS)) for x in BUCKETS])
+    used = [b for b in TASK_BUCKETS if b in BUCKETS or any(b in key for key in s.transitions)]
+    lines += _table(("baseline \\ candidate", *used), "l" + "r" * len(used),
+                    [(x, *(str(s.transitions.get((x, y), 0)) for y in used)) for x in used])
     lines += ["", *_slice_shifts(s), "", *_drivers(s, "down"), *_drivers(s, "up")]
     return lines[:-1] if not lines[-1] else lines
 

@@ -31,7 +31,7 @@ from workbench.analysis.run_stats import NO_VALUE
 from workbench.analysis.sources import RunData
 from workbench.errors import UsageError
 
-ATTEMPTED_BUCKETS = ("always", "sometimes", "never")
+ATTEMPTED_BUCKETS = ("always", "sometimes", "never", "errored")
 
 
 def score_shift(
@@ -98,7 +98,8 @@ def with_evidence(
 
 
 def _per_task(run: RunData, columns: Sequence[str]) -> pl.DataFrame:
-    """One row per attempted task_id: its (first) problem index, counts, pass rate, bucket and slice values."""
+    """One row per attempted task_id: its (first) problem index, counts, pass rate, bucket (as ``task_outcomes``)
+    and slice values."""
     a = run.attempts
     return a.group_by("task_id").agg(
         pl.col("task_idx").min(),
@@ -108,7 +109,8 @@ def _per_task(run: RunData, columns: Sequence[str]) -> pl.DataFrame:
         *[(pl.col(c).drop_nulls().first() if c in a.columns else pl.lit(None, pl.Utf8)).alias(c) for c in columns],
     ).with_columns(
         (pl.col("n_pass") / pl.col("n")).alias("p"),
-        pl.when(pl.col("n_pass") == pl.col("n")).then(pl.lit("always"))
+        pl.when(pl.col("n_error") == pl.col("n")).then(pl.lit("errored"))
+        .when(pl.col("n_pass") == pl.col("n")).then(pl.lit("always"))
         .when(pl.col("n_pass") == 0).then(pl.lit("never")).otherwise(pl.lit("sometimes")).alias("bucket"),
     )
 
@@ -153,9 +155,11 @@ def _slice_shifts(paired: pl.DataFrame, columns: Sequence[str]) -> tuple[SliceSh
 
 
 def _transitions(paired: pl.DataFrame) -> dict[tuple[str, str], int]:
-    """Paired tasks per (bucket in A, bucket in B), every pair of attempted buckets present (zeros included)."""
+    """Paired tasks per (bucket in A, bucket in B), every pair of attempted buckets present (zeros included);
+    ``errored`` only when a paired task is in it on either side."""
     counts = {(str(x), str(y)): int(n) for x, y, n in paired.group_by("bucket_a", "bucket_b").len().iter_rows()}
-    return {(x, y): counts.get((x, y), 0) for x in ATTEMPTED_BUCKETS for y in ATTEMPTED_BUCKETS}
+    used = [b for b in ATTEMPTED_BUCKETS if b != "errored" or any("errored" in key for key in counts)]
+    return {(x, y): counts.get((x, y), 0) for x in used for y in used}
 
 
 def attempt_flips(a: RunData, b: RunData) -> AttemptFlips:

@@ -12,9 +12,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+TASK_BUCKETS = ("always", "sometimes", "never", "errored", "missing")
+"""Task outcome buckets: every attempt passed / some did / none did (attempted at least once) / every attempt
+was an error (``is_error_category``: no verdict, so it says nothing about the model) / never attempted (a task
+of a shard that never ran included). The ``task_stats`` view and ``nel eval stats`` use the same buckets."""
+
 BUCKETS = ("always", "sometimes", "never", "missing")
-"""Task outcome buckets: every attempt passed / some did / none did (attempted at least once) / never
-attempted."""
+"""``TASK_BUCKETS`` but ``errored``, which most runs never see: the rows and columns a bucket-transition table
+always has (``errored`` joins them when a paired task is in it, as ``ScoreShift.transitions`` does)."""
 
 TAXONOMY = ("knowledge_gap", "unreliable_knowledge", "behavioural_issue", "task_or_verifier_issue",
             "infrastructure", "data_artifact")
@@ -103,12 +108,12 @@ class RunProfile:
     pass_at_1: float  # mean of p(t) over attempted tasks
     pass_at_1_low: float  # its 95 % interval, as ``nel eval stats`` computes it (workbench.analysis.run_stats)
     pass_at_1_high: float
-    pass_at_k: float  # share of attempted tasks with at least one pass (the oracle ceiling), k = max attempts
-    k: int
+    pass_at_k: float  # share of the tasks with k attempts that passed at least once (the oracle ceiling)
+    k: int  # the most attempts any task had
     consistency: float  # share of attempted tasks whose every attempt passed
-    retry_value: float  # pass_at_k − pass_at_1
+    retry_value: float  # pass_at_k − pass@1, both over the pass_at_k_tasks tasks with k attempts
     pass_at_k_curve: tuple[tuple[int, float, float, float], ...]  # (k, estimate, low, high) for k = 1..n_repeats
-    buckets: dict[str, tuple[int, ...]]  # bucket → task_idx, ascending; keys in BUCKETS order
+    buckets: dict[str, tuple[int, ...]]  # bucket → task_idx, ascending; keys in TASK_BUCKETS order
     pass_histogram: tuple[tuple[int, int], ...]  # (passes, tasks) over attempted tasks, passes ascending
     slice_columns: tuple[str, ...]  # metadata columns profiled (few distinct values: category, difficulty, …)
     slices: tuple[SliceRow, ...]  # grouped by column in slice_columns order, then value by n_tasks desc
@@ -117,6 +122,8 @@ class RunProfile:
     cost: tuple[CostContrast, ...]  # overall first, then within each slice value
     error_hotspots: tuple[ErrorHotspot, ...]  # most errors first, at most 20, only tasks with ≥ 1 error
     error_rate: float  # attempts with a transport error / attempts
+    pass_at_k_tasks: int = 0  # tasks behind pass_at_k: those with k attempts (fewer than n_attempted if unequal)
+    curve_tasks: tuple[int, ...] = ()  # tasks behind each point of pass_at_k_curve (those with ≥ k attempts)
 
     def bucket_count(self, bucket: str) -> int:
         return len(self.buckets.get(bucket, ()))

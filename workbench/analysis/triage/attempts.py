@@ -58,7 +58,7 @@ class Attempt:
 class TaskDetail:
     run_id: str
     task_idx: int
-    task_id: str
+    task_id: str | None  # None for a task of a shard that never ran
     prompt: str | None
     expected_answer: str | None
     category: str | None

@@ -10,10 +10,10 @@ from workbench.analysis.triage.runs import RunHeader, RunRow, run_query
 from workbench.store.reader import Store
 
 BUCKETS = ("sometimes", "never", "errored", "always", "missing")
-"""Outcome buckets, highest-signal first. ``errored``: every attempt failed in transport (no answer came
-back), which ``task_stats`` counts as ``never``; it is split out here because it says nothing about the model."""
+"""Outcome buckets, highest-signal first: ``task_stats``' own (``errored``: every attempt an error, no verdict;
+it says nothing about the model; ``missing``: never attempted, a shard that never ran included)."""
 
-BUCKET_SQL = "CASE WHEN ts.n > 0 AND ts.n_error = ts.n THEN 'errored' ELSE ts.bucket END"
+BUCKET_SQL = "ts.bucket"
 _BUCKET_RANK = "list_position(['sometimes', 'never', 'errored', 'always', 'missing'], bucket)"
 
 TASK_SORTS: dict[str, str] = {
@@ -46,7 +46,7 @@ class TaskFilter:
 @dataclass(frozen=True, slots=True)
 class TaskRow:
     task_idx: int
-    task_id: str
+    task_id: str | None  # None for a task of a shard that never ran (no run_tasks row names it)
     n: int
     n_pass: int
     n_error: int

@@ -62,6 +62,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="comma-separated built-in benchmarks to answer (default: all)",
     )
+    add(
+        "--echo-headers",
+        action="store_true",
+        help="test feature: reply with the request line and headers (API key included); a 404 quotes the query",
+    )
 
 
 def config_from_args(args: argparse.Namespace) -> MockConfig:
@@ -80,6 +85,7 @@ def config_from_args(args: argparse.Namespace) -> MockConfig:
         context_window=args.context_window,
         model_name=args.model_name,
         benchmarks=args.benchmarks,
+        echo_headers=args.echo_headers,
     )
     config.validate()
     return config
@@ -99,6 +105,7 @@ _FLAGS = {
     "context_window": "--context-window",
     "model_name": "--model-name",
     "benchmarks": "--benchmarks",
+    "echo_headers": "--echo-headers",
 }
 
 
@@ -107,7 +114,10 @@ def config_to_argv(config: MockConfig) -> list[str]:
     argv: list[str] = []
     for field in dataclasses.fields(config):
         value = getattr(config, field.name)
-        if value is None:
+        if value is None or value is False:
+            continue
+        if value is True:  # a switch: present or absent
+            argv.append(_FLAGS[field.name])
             continue
         text = ",".join(value) if isinstance(value, tuple) else str(value)
         argv.append(f"{_FLAGS[field.name]}={text}")

@@ -18,6 +18,10 @@ class MockConfig:
     (drawn from ``random.Random(fault_seed)``, so a retry can succeed);
     ``skill_seed`` picks the per-task pass probabilities; ``benchmarks`` limits
     the answer key to some built-in benchmarks (``None``: all of them).
+    ``echo_headers`` is a labelled test feature: every model reply is the request
+    line and headers (a model that repeats its input back, API key included), and
+    an unknown URL's 404 quotes the whole request target, query string included,
+    so tests can check that no credential the client sent reaches what nel keeps.
     """
 
     host: str = "127.0.0.1"
@@ -33,6 +37,7 @@ class MockConfig:
     context_window: int = 8192
     model_name: str = "nel-mock"
     benchmarks: tuple[str, ...] | None = None
+    echo_headers: bool = False
 
     def validate(self) -> None:
         """Raise ``UsageError`` with a one-line message for the first invalid setting."""

@@ -86,6 +86,8 @@ class Api:
         self.index = index
         self.responder = responder
         self._ids = itertools.count(1)
+        self.echo: str | None = None
+        """Set by the server for one request under ``--echo-headers``: the text every reply then holds."""
         self._id_prefix = os.urandom(4).hex()
         self.models_body = orjson.dumps(
             {
@@ -164,6 +166,8 @@ class Api:
                 code="context_length_exceeded",
                 param=param,
             )
+        if self.echo is not None:  # --echo-headers (a test feature): the request itself is the answer
+            return Completion(self.echo), prompt_tokens
         verdict = judge_reply(primary) if JUDGE_MARK in primary else None
         if verdict is not None:
             return Completion(verdict), prompt_tokens
@@ -179,7 +183,7 @@ class Api:
                      attempt: object) -> AgentReply | None:
         """A scripted agent turn when the request offers tools and its task is agentic, else ``None``."""
         offered = offered_tools(body.get("tools"))
-        if offered is None:
+        if offered is None or self.echo is not None:
             return None
         task = self._task(primary, [primary])
         if task is None:  # an unknown prompt with tools (a Gym row): call a tool once, then answer

@@ -73,6 +73,13 @@ def http_response(status: int, body: bytes, close: bool = False, extra: bytes = 
     return head + body
 
 
+def _echo_text(method: bytes, url: bytes, headers: list[tuple[bytes, bytes]]) -> str:
+    """The request line and headers as text: what ``--echo-headers`` replies with."""
+    lines = [f"{method.decode()} {url.decode('latin-1')}"]
+    lines += [f"{name.decode('latin-1')}: {value.decode('latin-1')}" for name, value in headers]
+    return "\n".join(lines)
+
+
 def _attempt_of(header: bytes | None) -> object:
     if header is None:
         return 0
@@ -117,7 +124,8 @@ class MockApp:
         return self._fault_rng.choice(self.config.faults)
 
     def handle(
-        self, method: bytes, url: bytes, body: bytes, attempt: bytes | None, keep_alive: bool
+        self, method: bytes, url: bytes, body: bytes, attempt: bytes | None, keep_alive: bool,
+        headers: list[tuple[bytes, bytes]] | None = None,
     ) -> Reply:
         close = not keep_alive
         path = url.partition(b"?")[0]
@@ -125,7 +133,8 @@ class MockApp:
         if handler is None:
             info = self._info_routes.get(path)
             if info is None:
-                message = f"Unknown request URL: {method.decode()} {path.decode('latin-1')}."
+                shown = url if self.config.echo_headers else path  # --echo-headers quotes the query string too
+                message = f"Unknown request URL: {method.decode()} {shown.decode('latin-1')}."
                 payload = error_body(message, type="invalid_request_error", code="unknown_url")
                 return http_response(404, payload, close), 0.0, close
             if method != b"GET":
@@ -143,7 +152,12 @@ class MockApp:
             return http_response(500, _SERVER_ERROR, close), delay, close
         if fault == "malformed":
             return http_response(200, _MALFORMED, close), delay, close
-        status, payload = self._call(handler, body, attempt)
+        if headers is not None:
+            self.api.echo = _echo_text(method, url, headers)
+        try:
+            status, payload = self._call(handler, body, attempt)
+        finally:
+            self.api.echo = None
         data = http_response(status, payload, close)
         if fault == "truncated":  # Content-Length promises the whole body; half of it comes, then EOF
             return data[: len(data) - len(payload) + len(payload) // 2], delay, True
@@ -178,7 +192,8 @@ class MockApp:
 class _Connection(asyncio.Protocol):
     """One client connection: parse requests, send replies in order, honour keep-alive."""
 
-    __slots__ = ("_app", "_attempt", "_body", "_closing", "_loop", "_parser", "_queue", "_transport", "_url")
+    __slots__ = ("_app", "_attempt", "_body", "_closing", "_headers", "_loop", "_parser", "_queue", "_transport",
+                 "_url")
 
     def __init__(self, app: MockApp, loop: asyncio.AbstractEventLoop) -> None:
         self._app = app
@@ -188,6 +203,8 @@ class _Connection(asyncio.Protocol):
         self._url = b""
         self._body = b""
         self._attempt: bytes | None = None
+        # Every header is kept only under --echo-headers (a test feature); otherwise only X-Nel-Attempt is read.
+        self._headers: list[tuple[bytes, bytes]] | None = [] if app.config.echo_headers else None
         self._closing = False
         # replies waiting for their delay, oldest first: [data, close, ready]
         self._queue: collections.deque[list[Any]] = collections.deque()
@@ -219,11 +236,15 @@ class _Connection(asyncio.Protocol):
         self._url = b""
         self._body = b""
         self._attempt = None
+        if self._headers is not None:
+            self._headers = []
 
     def on_url(self, url: bytes) -> None:
         self._url += url
 
     def on_header(self, name: bytes, value: bytes) -> None:
+        if self._headers is not None:
+            self._headers.append((name, value))
         if len(name) == 13 and name.lower() == b"x-nel-attempt":
             self._attempt = value
 
@@ -235,7 +256,7 @@ class _Connection(asyncio.Protocol):
             return
         parser = self._parser
         data, delay, close = self._app.handle(
-            parser.get_method(), self._url, self._body, self._attempt, parser.should_keep_alive()
+            parser.get_method(), self._url, self._body, self._attempt, parser.should_keep_alive(), self._headers
         )
         if close:
             self._closing = True

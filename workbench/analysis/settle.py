@@ -1,0 +1,58 @@
+"""After a merge: answer for each run, and finish the export a killed merge left undone.
+
+A merge can be killed between its ingest and its export, and it can be run again by a retrying Job with
+nothing left to ingest. So what a merge reports is read from the store, not from what it ingested this
+time: every run it touched, every sharded run of the store (or only ``runs``, when the caller knows which
+it answers for), each with its missing or unfinished shards; a run whose every shard finished and whose
+export is missing or stale is exported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+from pathlib import Path
+
+from workbench.analysis.artifacts import export_is_current, export_run
+from workbench.store.completeness import RunCompleteness, runs_to_settle
+
+FINISHED_SHARD = frozenset({"complete", "failed"})
+
+
+@dataclass(frozen=True, slots=True)
+class SettledRun:
+    """One run after a merge: where it stands, and the bundle written now (None when none was needed)."""
+
+    run: RunCompleteness
+    export: Path | None
+    touched: bool
+
+    @property
+    def settled(self) -> bool:
+        """Complete and exported: a merge has nothing to add (and says nothing, unless it touched the run)."""
+        return self.run.status == "complete" and self.export is None and not self.touched
+
+    @property
+    def incomplete(self) -> bool:
+        """Not complete, and no running shard will make it so: a merge that leaves it exits 1."""
+        return self.run.status not in ("complete", "running")
+
+
+def export_dir(store: Path, run_id: str) -> Path:
+    return store.parent / "runs" / run_id
+
+
+def settle(store: Path, touched: Collection[str], runs: Collection[str] | None = None) -> list[SettledRun]:
+    """Where each run stands after a merge into ``store`` (see the module docstring)."""
+    out = []
+    asked = set(touched) | set(runs or ())
+    for run in runs_to_settle(store, asked):
+        if runs is not None and run.run_id not in runs:
+            continue
+        finished = not run.missing_shards and all(st in FINISHED_SHARD for st in run.unfinished_shards.values())
+        folder = export_dir(store, run.run_id)
+        export = None
+        if finished and not export_is_current(folder, run.run_id, n_steps=run.n_steps, status=run.status):
+            export = export_run(store, run.run_id, folder).bundle
+        out.append(SettledRun(run, export, run.run_id in asked))
+    return out

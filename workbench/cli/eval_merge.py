@@ -1,0 +1,54 @@
+"""``nel eval merge``: ingest shards, then answer for each run (``workbench.analysis.settle``)."""
+
+from __future__ import annotations
+
+import argparse
+
+from workbench.analysis.settle import settle
+from workbench.cli.eval_run import read_summary
+from workbench.errors import UsageError
+from workbench.store import ingest, resolve_store_path
+from workbench.store.completeness import RunCompleteness
+
+
+def cmd_eval_merge(args: argparse.Namespace) -> int:
+    """Ingest shards, then answer for the runs (``workbench.analysis.settle``): an incomplete one is named
+    with its missing shards, exit 1, every time the merge is run; a finished one is exported if its export
+    is missing or stale."""
+    sources = [resolve_store_path(d) for d in args.dirs]
+    for src in sources:
+        if not src.exists() and not src.with_name(src.name + ".segments").exists():
+            raise UsageError(f"{src}: nothing to merge here (no store and no shard segments)")
+    target = resolve_store_path(args.store) if args.store else sources[0]
+    report = ingest(target, sources=sources, bulk=True)
+    print(f"merged into {target}: {report.steps_added} new steps from {report.shards_ingested} finished shards")
+    runs = settle(target, report.runs, runs=args.run)
+    if args.run:
+        unknown = sorted(set(args.run) - {r.run.run_id for r in runs})
+        if unknown:
+            raise UsageError(f"--run: no run {', '.join(unknown)} in {target}")
+    for settled in runs:
+        if settled.settled:
+            continue
+        run = settled.run
+        print(f"  run {run.run_id}: {run.status}{_shard_note(run)}")
+        summary = read_summary(target, run.run_id)
+        est = summary.pass_at_k.get(1)
+        if est is not None:
+            print(f"    pass@1 {est.value:.4f}  95% CI [{est.low:.4f}, {est.high:.4f}]  "
+                  f"({summary.n_steps}/{summary.n_steps_expected} steps)")
+        if settled.export is not None:
+            print(f"    export {settled.export}")
+    return 1 if any(r.incomplete for r in runs) else 0
+
+
+def _shard_note(run: RunCompleteness) -> str:
+    notes = []
+    if run.missing_shards:
+        notes.append(f"missing shards: {', '.join(map(str, run.missing_shards))} (of {run.total_shards}; run them, "
+                     "then merge again)")
+    for status in ("failed", "interrupted", "running"):
+        shards = [i for i, st in sorted(run.unfinished_shards.items()) if st == status]
+        if shards:
+            notes.append(f"{status} shards: {', '.join(map(str, shards))}")
+    return "; " + "; ".join(notes) if notes else ""
