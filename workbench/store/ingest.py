@@ -19,7 +19,7 @@ from typing import Any
 
 import duckdb
 
-from workbench.errors import UsageError
+from workbench.errors import RunFailed, UsageError
 from workbench.store.columns import RUN_COLUMNS, SHARD_COLUMNS, STEP_COLUMNS, journal_read_sql, sql_string
 from workbench.store.database import MERGE_MEMORY_LIMIT, connect_rw
 from workbench.store.live import FINAL_SHARD_STATUSES, LiveShard, LiveState, run_row, scan
@@ -124,7 +124,7 @@ def ingest(store: Path, sources: list[Path] | None = None, *, bulk: bool = False
                 return report
             except duckdb.Error as exc:
                 if not vanished_file_error(exc) or attempt == _VANISHED_RETRIES - 1:
-                    raise UsageError(f"{store}: merge failed: {str(exc).splitlines()[0]}") from None
+                    raise RunFailed(f"{store}: merge failed: {str(exc).splitlines()[0]}") from None
                 time.sleep(0.05 * (attempt + 1))
         raise AssertionError("unreachable")
     finally:
@@ -224,7 +224,7 @@ def _copy_fresh_shard(con: duckdb.DuckDBPyConnection, store: Path, shard: LiveSh
         con.execute("ROLLBACK")
         if vanished_file_error(exc):  # another ingest took these segments: their rows are in
             return 0
-        raise UsageError(f"{store}: merge failed: {str(exc).splitlines()[0]}") from None
+        raise RunFailed(f"{store}: merge failed: {str(exc).splitlines()[0]}") from None
     done.update(shard.segments)
     return int(row[0]) if row else 0
 
@@ -258,7 +258,7 @@ def _insert_segments_skipping_present(
             added += _insert_steps_from(con, live_steps_sql([path], []))
         except duckdb.Error as exc:
             if not vanished_file_error(exc):  # another ingest removed it: its rows are in
-                raise UsageError(f"{store}: merge failed: {str(exc).splitlines()[0]}") from None
+                raise RunFailed(f"{store}: merge failed: {str(exc).splitlines()[0]}") from None
         done.add(path)
     return added
 
