@@ -120,7 +120,8 @@ class LiveState:
         return headers
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
+def read_json_object(path: Path) -> dict[str, Any] | None:
+    """The JSON object in ``path``; None when it is missing, unreadable, or not an object."""
     try:
         data = orjson.loads(path.read_bytes())
     except (OSError, orjson.JSONDecodeError):
@@ -136,8 +137,8 @@ def scan(store: Path, run_ids: Collection[str] | None = None) -> LiveState:
     """
     state = LiveState()
     for d in all_shard_dirs(store, run_ids):
-        run = _read_json(d.run_json)
-        shard = _read_json(d.shard_json)
+        run = read_json_object(d.run_json)
+        shard = read_json_object(d.shard_json)
         if run is None or shard is None:
             continue
         state.shards.append(LiveShard(d, run, shard, d.journals(), d.step_segments()))

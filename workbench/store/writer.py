@@ -26,6 +26,7 @@ from workbench.secrets import redact_bytes, redact_text, redact_value, secret_ne
 from workbench.store.columns import JOURNAL_SENTINEL, journal_read_sql, sql_string
 from workbench.store.database import MEMORY_LIMIT, limit_memory
 from workbench.store.layout import ShardDir, shard_dir
+from workbench.store.live import read_json_object
 
 _JOURNAL_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_APPEND
 
@@ -35,14 +36,6 @@ def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
     os.replace(tmp, path)
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def roll_journal(journal: Path, segment: Path) -> bool:
@@ -102,7 +95,7 @@ class ShardWriter:
             tmp.unlink(missing_ok=True)
             raise
         write_json_atomic(self.dir.run_json, run_header)
-        previous = _read_json(self.dir.shard_json)
+        previous = read_json_object(self.dir.shard_json) or {}
         if previous.get("retries"):  # its retried steps may still be live: readers must keep preferring them
             shard_header = {**shard_header, "retries": True}
         self._shard_header = {
