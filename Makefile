@@ -4,14 +4,14 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: install demo test lint perf chaos clean gym system
+.PHONY: install demo test test-duckdb1 lint perf chaos clean gym system
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV) || (apt-get update -q && apt-get install -y -q python3-venv && $(PYTHON) -m venv $(VENV))
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/activate
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test,ray]'
+	$(BIN)/python -m pip install -q -e '.[test,ray]' 'duckdb>=2,<3'  # DuckDB 1.x: see test-duckdb1
 	touch $@
 
 install: $(VENV)/.installed
@@ -32,10 +32,14 @@ gym: $(GYM_VENV)/.installed
 demo: install
 	$(BIN)/nel demo
 
+# mypy checks [tool.mypy]'s files, then one by one the conftest.py files it leaves out (each is module `conftest`).
 lint: install
 	$(BIN)/ruff check workbench tests
 	$(BIN)/lint-imports
 	$(BIN)/mypy
+	$(BIN)/mypy tests/functional/conftest.py
+	$(BIN)/mypy tests/tui/conftest.py
+	$(BIN)/mypy tests/notebooks/*.py
 
 # Debian packages the suite runs for real: tmux (the TUI smoke test), the Docker engine and debootstrap (the
 # images are built from a local base, never pulled), docker-compose, SLURM with munge (a one-node cluster
@@ -48,8 +52,33 @@ system:
 	if [ -n "$$missing" ]; then echo "installing:" $$missing; apt-get update -q && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; fi
 
+# pytest-xdist workers (0: one process); tests/conftest.py puts the tests sharing a resource in one worker.
+TEST_WORKERS ?= 2
 test: install lint gym system
-	$(BIN)/pytest -q -p no:cacheprovider
+	$(BIN)/pytest -q -p no:cacheprovider -n $(TEST_WORKERS)
+	@$(MAKE) --no-print-directory test-duckdb1
+
+# DuckDB: .venv has the current major, 2.x (what `pip install` and harlequin bring; lint and mypy see its API).
+# The tests that write, read or query a store (store, engine, analysis, CLI, TUI, widgets) run again on the
+# newest 1.x: only duckdb is installed for it, into $(DUCKDB1), put ahead of .venv on PYTHONPATH (seconds, not a
+# second venv; every process a test starts inherits it).
+DUCKDB1       ?= $(VENV)/duckdb1
+DUCKDB1_TESTS ?= tests/unit tests/functional/test_store_concurrency.py tests/functional/test_store_kills.py \
+    tests/functional/test_concurrent_writers.py tests/functional/test_reverify.py tests/functional/test_sql_output.py \
+    tests/functional/test_cli_stats.py tests/functional/test_cli_export.py tests/functional/test_diagnosis_sources.py \
+    tests/tui/test_sql.py tests/tui/test_snapshots.py tests/tui/test_app_runs.py tests/tui/test_live.py \
+    tests/notebooks/test_widgets_on_a_store.py
+
+$(DUCKDB1)/.installed: $(VENV)/.installed
+	@echo "duckdb 1.x: installing the newest DuckDB 1.x into $(DUCKDB1)"
+	rm -rf $(DUCKDB1)
+	$(BIN)/python -m pip install -q --disable-pip-version-check --target $(DUCKDB1) 'duckdb>=1.4,<2'
+	touch $@
+
+test-duckdb1: $(DUCKDB1)/.installed
+	@echo "duckdb 1.x: the store-facing tests again, on DuckDB" \
+	  "$$(PYTHONPATH=$(abspath $(DUCKDB1)) $(BIN)/python -c 'import duckdb; print(duckdb.__version__)')"
+	PYTHONPATH=$(abspath $(DUCKDB1)) $(BIN)/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) $(DUCKDB1_TESTS)
 
 perf: install
 	$(BIN)/python tests/perf/bench_mock.py

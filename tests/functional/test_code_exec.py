@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -32,7 +32,7 @@ def sandboxes(request: pytest.FixtureRequest) -> Sandboxes:
         plain = request.param == "local-plain"
         return LocalSandboxes(SandboxSpec(type="local", concurrency=4), bwrap=False if plain else None)
     request.getfixturevalue("docker_image")
-    mode = "pool" if request.param == "docker-pool" else "per_attempt"
+    mode: Literal["pool", "per_attempt"] = "pool" if request.param == "docker-pool" else "per_attempt"
     return DockerSandboxes(SandboxSpec(mode=mode, concurrency=4))
 
 

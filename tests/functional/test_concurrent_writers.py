@@ -69,7 +69,7 @@ def test_four_writers_and_two_readers_share_one_store(paced_mock, tmp_path, roun
         return subprocess.Popen([NEL, *args, *extra], cwd=tmp_path, env=clean_env(), stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
 
-    stop, errors, reads = threading.Event(), [], []
+    stop, errors, reads = threading.Event(), list[str](), list[int]()
     readers = _readers(store, stop, errors, reads)
     for reader in readers:
         reader.start()

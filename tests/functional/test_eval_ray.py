@@ -163,28 +163,36 @@ def test_background_is_refused_with_ray(mock: MockHandle, tmp_path: Path) -> Non
     assert "--background" in assert_one_line_error(proc, 2)
 
 
-def test_the_shard_command_line_carries_no_secret_and_absolute_paths(tmp_path: Path) -> None:
+def test_every_shard_gets_the_run_spec_with_no_secret_and_absolute_paths(tmp_path: Path) -> None:
+    import orjson
+
     from workbench.cli import build_parser
-    from workbench.cli.eval_ray import shard_argv
+    from workbench.cli.eval_ray import shard_spec
+    from workbench.cli.eval_run import run_spec
+    from workbench.spec.io import secret_env, spec_json
     from workbench.workers.ray_engine import task_env
 
     args = build_parser().parse_args(["eval", "run", "-b", "gsm8k", "--model-url", "http://h/v1", "--model-id", "m",
-                                      "--api-key", "sk-secret", "--stop", "END", "--problem-range", "3:9",
-                                      "--engine", "ray", "--shards", "3", "--sandbox", "docker"])
-    argv = shard_argv(args, tmp_path / "nel.duckdb", tmp_path)
-    assert "sk-secret" not in " ".join(argv) and "--api-key" not in argv
-    assert argv[argv.index("--problem-range") + 1] == "3:9" and argv[argv.index("--stop") + 1] == "END"
-    assert argv[argv.index("--sandbox") + 1] == "docker"  # every flag of the run reaches every shard
-    assert "--engine" not in argv and "--shards" not in argv and argv[-1] == "--no-progress"
-    assert task_env({"NEMO_API_KEY": "sk-secret"})["NEMO_API_KEY"] == "sk-secret"
+                                      "--api-key", "sk-secret-abcdef", "--stop", "END", "--problem-range", "3:9",
+                                      "--engine", "ray", "--shards", "3", "--sandbox", "docker",
+                                      "--output-dir", "rel"])
+    spec = shard_spec(run_spec(args))
+    text = spec_json(spec)
+    assert "sk-secret" not in text  # the key travels in the tasks' environment only
+    bench = orjson.loads(text)["benchmarks"][0]
+    assert bench["problem_range"] == [3, 9] and bench["sandbox"]["type"] == "docker"  # every setting reaches
+    assert orjson.loads(text)["services"]["main"]["generation"]["stop"] == ["END"]   # every shard
+    assert Path(spec.output.dir).is_absolute() and Path(spec.store_path).is_absolute()
+    assert task_env(secret_env(spec))["NEL_API_KEY_MAIN"] == "sk-secret-abcdef"
 
 
-def test_local_shard_workers_get_every_flag_of_the_run(tmp_path: Path) -> None:
+def test_local_shard_workers_get_every_setting_of_the_run(tmp_path: Path) -> None:
     from workbench.cli import build_parser
     from workbench.cli.eval_workers import build_request
 
     args = build_parser().parse_args(["eval", "run", "-b", "humaneval", "--model-url", "http://h/v1", "--model-id",
                                       "m", "--shards", "2", "--sandbox", "local", "--temperature", "0.5",
                                       "--store", str(tmp_path / "nel.duckdb")])
-    argv = build_request(args).argv()
-    assert argv[argv.index("--sandbox") + 1] == "local" and argv[argv.index("--temperature") + 1] == "0.5"
+    spec = build_request(args).worker_spec()
+    assert spec.benchmarks[0].sandbox_spec is not None and spec.benchmarks[0].sandbox_spec.type == "local"
+    assert spec.services["main"].generation.temperature == 0.5

@@ -13,6 +13,7 @@ import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -54,7 +55,7 @@ def _run_args(bench: str, mock: MockHandle, out: Path, *, problems: int, repeats
             "--output-dir", str(out)]
 
 
-def _steps(out: Path) -> list[dict[str, object]]:
+def _steps(out: Path) -> list[dict[str, Any]]:
     return open_store(out / "nel.duckdb").dicts(
         "SELECT task_idx, repeat, task_id, reward, response, extracted_answer, expected_answer, scoring_method, "
         "scoring_details, messages, prompt_tokens, completion_tokens, model_ms, verify_ms, seed_ms "

@@ -129,7 +129,7 @@ class TestLimits:
     def test_a_trillion_repeats_are_refused_naming_the_limit(self, tmp_path):
         proc = nel(*eval_args("http://127.0.0.1:9/v1", problems=5, repeats=10**12), cwd=tmp_path)
         line = assert_one_line_error(proc, 2)
-        assert "--repeats 1,000,000,000,000" in line and "NEL_MAX_REPEATS" in line
+        assert "--repeats" in line and "1,000,000,000,000" in line and "NEL_MAX_REPEATS" in line
 
     def test_a_configs_repeats_past_the_limit_name_the_file_and_line(self, tmp_path):
         (tmp_path / "suite.yaml").write_text(

@@ -12,11 +12,11 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import pytest
 
-from workbench.sandbox.base import Sandbox
+from workbench.sandbox.base import Sandbox, Sandboxes
 from workbench.sandbox.daemon import DockerdFailed, DockerdMissing, ensure_dockerd
 from workbench.sandbox.docker import LABEL, DockerSandbox, DockerSandboxes, remove_containers
 from workbench.sandbox.image import ensure_image
@@ -403,7 +403,7 @@ class TestNothingLeftBehind:
                 mounts = client.api.inspect_container(box.container_id)["Mounts"]
                 volume = next(m["Name"] for m in mounts if m["Destination"] == "/work")
                 client.api.remove_container(box.container_id, force=True)  # without v=True, as `docker rm` does
-                remove_containers(client, sandboxes.owner)
+                remove_containers(client, cast(DockerSandboxes, sandboxes).owner)
                 return str(volume)
 
         try:
@@ -422,7 +422,7 @@ class TestSessions:
         print(len([p for p in os.listdir("/proc") if p.isdigit()]))
         """
 
-        async def one(sandboxes: DockerSandboxes, secret: str) -> Any:
+        async def one(sandboxes: Sandboxes, secret: str) -> Any:
             async with sandboxes.session() as box:
                 await box.write_files({f"{secret}.txt": secret})
                 return await python(box, probe)
@@ -441,7 +441,7 @@ class TestSessions:
         run_id = uuid.uuid4().hex
         peak = 0
 
-        async def one(sandboxes: DockerSandboxes) -> None:
+        async def one(sandboxes: Sandboxes) -> None:
             nonlocal peak
             async with sandboxes.session() as box:
                 peak = max(peak, len(await asyncio.to_thread(containers_labelled, "nel.test", run_id)))

@@ -15,13 +15,16 @@ from typing import Any
 import httpx
 import orjson
 import pytest
+from nel_helpers import wait_for
 
 from workbench.environments import get_environment
 from workbench.serve.process import ServeHandle, serve_process
 
 TOKEN = "s3cret-token-for-tests"
 SLOW_BENCH = '''
+import os
 import time
+from pathlib import Path
 from workbench.environments.byob import benchmark, scorer
 
 def rows():
@@ -30,8 +33,10 @@ def rows():
 @benchmark(name="slow-echo", dataset=rows, prompt="Say: {q}", target_field="target", system_prompt="Be brief.")
 @scorer
 def check(sample):
-    """Echo check whose verify of 'slow' takes two seconds (stands in for code execution)."""
+    """Echo check whose verify of 'slow' takes two seconds (stands in for code execution); it starts by
+    creating the file $NEL_TEST_SLOW_STARTED, so a test knows it is under way."""
     if sample.response == "slow":
+        Path(os.environ["NEL_TEST_SLOW_STARTED"]).touch()
         time.sleep(2.0)
     return {"correct": sample.response == sample.target}
 '''
@@ -52,10 +57,17 @@ def gym_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeHandle
 
 
 @pytest.fixture(scope="module")
-def slow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeHandle]:
+def slow_started(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The file the slow verify creates as it starts."""
+    return tmp_path_factory.mktemp("slow") / "started"
+
+
+@pytest.fixture(scope="module")
+def slow_server(tmp_path_factory: pytest.TempPathFactory, slow_started: Path) -> Iterator[ServeHandle]:
     path = tmp_path_factory.mktemp("byob") / "slow_bench.py"
     path.write_text(SLOW_BENCH)
-    with serve_process(["-b", str(path), "--port", "0"]) as handle:
+    env = {**os.environ, "NEL_TEST_SLOW_STARTED": str(slow_started)}
+    with serve_process(["-b", str(path), "--port", "0"], env=env) as handle:
         yield handle
 
 
@@ -293,7 +305,7 @@ class TestSandboxBenchmarks:
 class TestConcurrency:
     """A slow verify runs in a worker process of its own: other requests keep being answered meanwhile."""
 
-    def test_slow_verify_does_not_block_others(self, slow_server: ServeHandle) -> None:
+    def test_slow_verify_does_not_block_others(self, slow_server: ServeHandle, slow_started: Path) -> None:
         assert (slow_server.benchmark, slow_server.size) == ("slow-echo", 2)
         slow_reply: list[httpx.Response] = []
 
@@ -302,7 +314,7 @@ class TestConcurrency:
 
         thread = threading.Thread(target=slow)
         thread.start()
-        time.sleep(0.3)
+        wait_for(slow_started.exists, timeout=30)  # the slow verify is under way
         t0 = time.perf_counter()
         with httpx.Client(base_url=slow_server.url, timeout=10) as c:
             for _ in range(5):

@@ -8,6 +8,7 @@ import httpx
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
+from profiles import examples
 
 from workbench.environments import get_environment
 from workbench.serve import create_app
@@ -19,7 +20,7 @@ schema = schemathesis.openapi.from_asgi("/openapi.json", APP, headers={"Authoriz
 gym_schema = schemathesis.openapi.from_asgi("/openapi.json", GYM_APP)
 # Derandomized: the same examples on every run, so CI is stable (the fuzz found the 64-bit echo bug; to explore
 # further, run it locally without derandomize).
-FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+FUZZ = settings(max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 
 
 def _no_server_error(case: Any) -> None:

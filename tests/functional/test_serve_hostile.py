@@ -9,6 +9,7 @@ bounds here are loose enough for a loaded 2-core CI machine and still far below 
 from __future__ import annotations
 
 import contextlib
+import os
 import selectors
 import signal
 import socket
@@ -19,10 +20,12 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import httpx
 import orjson
 import pytest
+from nel_helpers import wait_for
 
 from workbench.serve.process import ServeHandle, serve_process
 
@@ -41,10 +44,12 @@ def rows():
 @benchmark(name="crashy-echo", dataset=rows, prompt="Say: {q}", target_field="target")
 @scorer
 def check(sample):
-    """Kills its process on 'crash' (as a segfaulting extension or the OOM killer would); 'slow ok' takes 1 s."""
+    """Kills its process on 'crash' (as a segfaulting extension or the OOM killer would); 'slow ok' takes 1 s, and
+    creates the file $NEL_TEST_SLOW_STARTED as it starts."""
     if sample.response == "crash":
         os._exit(1)
     if sample.response == "slow ok":
+        open(os.environ["NEL_TEST_SLOW_STARTED"], "w").close()
         time.sleep(1.0)
     return {"correct": sample.response.endswith("ok")}
 '''
@@ -58,11 +63,18 @@ def server() -> Iterator[ServeHandle]:
 
 
 @pytest.fixture(scope="module")
-def crashy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeHandle]:
+def slow_started(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The file the verify of 'slow ok' creates as it starts."""
+    return tmp_path_factory.mktemp("slow") / "started"
+
+
+@pytest.fixture(scope="module")
+def crashy(tmp_path_factory: pytest.TempPathFactory, slow_started: Path) -> Iterator[ServeHandle]:
     path = tmp_path_factory.mktemp("byob") / "crashy_bench.py"
     path.write_text(CRASHY_BENCH)
+    env = {**os.environ, "NEL_TEST_SLOW_STARTED": str(slow_started)}
     with serve_process(["-b", str(path), "--port", "0", "--scoring-workers", "2",
-                        "--max-response-chars", "100"]) as handle:
+                        "--max-response-chars", "100"], env=env) as handle:
         yield handle
 
 
@@ -122,11 +134,11 @@ class TestScoringOffTheEventLoop:
         assert statistics.median(latencies) < 0.03, f"/health median {statistics.median(latencies):.3f} s"
         assert max(latencies) < 0.25, f"/health took {max(latencies):.3f} s while responses were scored"
 
-    def test_a_worker_that_dies_costs_its_own_request_only(self, crashy: ServeHandle) -> None:
+    def test_a_worker_that_dies_costs_its_own_request_only(self, crashy: ServeHandle, slow_started: Path) -> None:
         slow: list[httpx.Response] = []
         innocent = threading.Thread(target=lambda: slow.append(_verify(crashy.url, "slow ok", "ok")))
         innocent.start()
-        time.sleep(0.3)  # "slow ok" is being scored when the other worker dies
+        wait_for(slow_started.exists, timeout=30)  # "slow ok" is being scored when the other worker dies
         crashed = _verify(crashy.url, "crash", "ok")
         innocent.join()
         assert crashed.status_code == 503
@@ -279,7 +291,7 @@ def _trickle(host: str, port: int, each: int) -> list[tuple[str, float, bytes]]:
     deadline = time.perf_counter() + 10
     while open_ and time.perf_counter() < deadline:
         for key, _ in selector.select(timeout=0.2):
-            sock = key.fileobj
+            sock = cast(socket.socket, key.fileobj)
             assert isinstance(sock, socket.socket)
             kind, t0, got = open_[sock]
             try:

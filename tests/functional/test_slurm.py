@@ -247,7 +247,7 @@ def test_submit_false_writes_the_scripts_and_submits_nothing(slurm: Cluster, moc
     assert proc.returncode == 0, proc.stderr
     assert "not submitted (cluster.submit: false)" in proc.stdout
     scripts = _scripts_dir(proc.stdout)
-    assert {p.name for p in scripts.iterdir()} == {"shards.sbatch", "merge.sbatch", "submit.sh"}
+    assert {p.name for p in scripts.iterdir()} == {"shards.sbatch", "merge.sbatch", "submit.sh", "spec.json"}
     assert slurm.job_ids() == before
     assert not (tmp_path / "nel.duckdb").exists()
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from nel_helpers import NEL, assert_ok, eval_args, nel, nel_popen
+from nel_helpers import NEL, assert_ok, eval_args, nel, nel_popen, wait_for
 
 from workbench.engine import run_evaluation
 from workbench.environments import get_environment
@@ -219,9 +219,10 @@ def test_a_merge_while_a_reader_polls_never_shows_a_lock_error(recorded, tmp_pat
     reader = threading.Thread(target=poll, daemon=True)
     reader.start()
     try:
-        time.sleep(0.1)
+        wait_for(lambda: bool(counts or errors), timeout=30)  # the reader has read before the merge...
         proc = nel("eval", "merge", str(tmp_path), cwd=tmp_path)
-        time.sleep(0.1)
+        reads = len(counts) + len(errors)
+        wait_for(lambda: len(counts) + len(errors) > reads, timeout=30)  # ...and reads after it
     finally:
         stop.set()
         reader.join(timeout=30)

@@ -10,10 +10,10 @@ import time
 from pathlib import Path
 
 import pytest
+from factories import open_shard, run_header, step_row
 from nel_helpers import assert_ok, clean_env, eval_args, nel
 
-from workbench.store import ShardWriter, ingest, open_store
-from workbench.store.columns import STEP_COLUMNS
+from workbench.store import ingest, open_store
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -29,19 +29,9 @@ def _ingest_into(store: str, bulk: bool) -> None:
 
 def _finished_shard(store: Path) -> None:
     """A run's shard that has finished writing (rolled segments), not yet ingested: what a run leaves at its end."""
-    w = ShardWriter(store, "r", 0, roll_every=64)
-    tasks = [{"run_id": "r", "task_idx": i, "task_id": f"t{i}", "benchmark": "b", "prompt": f"p{i}",
-              "expected_answer": "1", "metadata": None} for i in range(N_STEPS // 3)]
-    w.begin({"run_id": "r", "benchmark": "b", "model_id": "m", "model_url": "http://h/v1",
-             "protocol": "chat_completions", "identity_hash": "ab" * 32, "identity": {"benchmark": "b"},
-             "config": {}, "n_tasks": N_STEPS // 3, "n_repeats": 3, "problem_start": 0,
-             "problem_end": N_STEPS // 3, "total_shards": 1, "created_at": time.time(), "nel_version": "test"},
-            {"shard_idx": 0, "total_shards": 1, "problem_start": 0, "problem_end": N_STEPS // 3}, tasks)
+    w = open_shard(store, run_header("r", n_tasks=N_STEPS // 3, n_repeats=3), roll_every=64)
     for i in range(N_STEPS):
-        row = dict.fromkeys(STEP_COLUMNS)
-        row.update(run_id="r", task_idx=i // 3, repeat=i % 3, task_id=f"t{i // 3}", shard_idx=0,
-                   started_at=time.time(), reward=1.0, passed=True, response="x" * 200, latency_ms=1.0)
-        w.append(row)
+        w.append(step_row("r", i // 3, i % 3, reward=1.0, passed=True, response="x" * 200, latency_ms=1.0))
     w.finish("complete")
 
 
@@ -58,8 +48,8 @@ def test_a_kill_anywhere_while_a_store_is_created_leaves_no_unusable_store(tmp_p
     template = tmp_path / "template" / "nel.duckdb"
     _finished_shard(template)
     spans = []
-    for n in range(2):  # an uninterrupted creation and ingest, so the kills spread over all of it
-        proc = ctx.Process(target=_ingest_into, args=(str(_copy(template, tmp_path / f"timing{n}")), False))
+    for i in range(2):  # an uninterrupted creation and ingest, so the kills spread over all of it
+        proc = ctx.Process(target=_ingest_into, args=(str(_copy(template, tmp_path / f"timing{i}")), False))
         started = time.monotonic()
         proc.start()
         proc.join()

@@ -90,6 +90,6 @@ class TestExploreNotebook:
         newest = rows[0]  # the picker's default, and so the overview's run
         profile = diagnose(load_run(newest.run_id, store=store)).baseline.profile
         assert f"overview run={newest.run_id} pass_at_1={profile.pass_at_1:.4f}" in text
-        assert math.isclose(profile.pass_at_1, newest.pass_at_1, abs_tol=1e-9)
+        assert math.isclose(profile.pass_at_1, newest.pass_at_1, abs_tol=1e-9)  # type: ignore[arg-type]
         assert widget_views(nb) == 2  # the picker and the overview
         assert images(nb).count("image/png") >= 3  # two plots and the overview

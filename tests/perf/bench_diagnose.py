@@ -38,7 +38,7 @@ def make_run(run_id: str, n_tasks: int, repeats: int, *, shift: float, seed: int
     draw, err = rng.random(idx.size), rng.random(idx.size)
     error = err < ERROR_RATE
     passed = ~error & (draw < skill[idx])
-    wrong_kind = np.where(rng.random(idx.size) < 0.8, None, "format_error")
+    wrong_kind = np.where(rng.random(idx.size) < 0.8, None, "format_error")  # type: ignore[call-overload]
     failure = np.where(error, "timeout", np.where(passed, None, wrong_kind))
     tokens = (150 + draw * 100).astype(np.int64)
     category = np.array([f"c{i % 20}" for i in range(n_tasks)])

@@ -33,6 +33,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from typing import cast
 from urllib.parse import urlsplit
 
 import orjson
@@ -194,7 +195,7 @@ def _slowloris(host: str, port: int, connections: int) -> list[tuple[str, float,
     next_tick = time.perf_counter() + 1.0
     while state:
         for key, _ in selector.select(timeout=max(0.0, next_tick - time.perf_counter())):
-            sock = key.fileobj
+            sock = cast(socket.socket, key.fileobj)
             assert isinstance(sock, socket.socket)
             info = state[sock]
             try:
@@ -207,7 +208,7 @@ def _slowloris(host: str, port: int, connections: int) -> list[tuple[str, float,
             selector.unregister(sock)
             sock.close()
             del state[sock]
-            done.append((str(info["kind"]), time.perf_counter() - float(info["t0"]), bytes(info["got"])))  # type: ignore[arg-type]
+            done.append((str(info["kind"]), time.perf_counter() - float(info["t0"]), bytes(info["got"])))  # type: ignore[arg-type, call-overload]
         if time.perf_counter() >= next_tick:
             next_tick += 1.0
             for sock, info in state.items():

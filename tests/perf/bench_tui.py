@@ -58,6 +58,7 @@ async def in_app(store: Path, rounds: int) -> dict[str, list[float]]:
     """Open the biggest run's task list and a task's detail ``rounds`` times inside a running app."""
     from textual.pilot import Pilot
     from textual.screen import Screen
+    from textual.widgets import DataTable
 
     from workbench.tui.app import NelApp
     from workbench.tui.screens.task import TaskScreen
@@ -66,7 +67,7 @@ async def in_app(store: Path, rounds: int) -> dict[str, list[float]]:
     async def timed(pilot: Pilot[None], screen: Screen[None], table: str) -> float:
         start = time.perf_counter()
         await pilot.app.push_screen(screen)
-        while not pilot.app.screen.query_one(table).row_count:
+        while not pilot.app.screen.query_one(table, DataTable).row_count:
             if time.perf_counter() - start > 30:
                 sys.exit(f"{table} stayed empty for 30 s: is {store} a complete benchmark store?")
             await asyncio.sleep(0.002)
@@ -78,7 +79,7 @@ async def in_app(store: Path, rounds: int) -> dict[str, list[float]]:
     times: dict[str, list[float]] = {"task list": [], "task detail": []}
     app = NelApp(store)
     async with app.run_test(size=(120, 40)) as pilot:
-        while not app.screen.query_one("#runs").row_count:
+        while not app.screen.query_one("#runs", DataTable).row_count:
             await asyncio.sleep(0.01)
         for i in range(rounds + 1):
             listed = await timed(pilot, TasksScreen(BIG_RUN), "#tasks")

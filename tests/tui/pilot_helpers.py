@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from typing import Any
 
 from rich.console import Console
 from textual.app import App
@@ -14,12 +15,12 @@ from textual.worker import WorkerState
 _BUSY = (WorkerState.PENDING, WorkerState.RUNNING)
 
 
-def _tables_pending(app: App[object]) -> bool:
+def _tables_pending(app: App[Any]) -> bool:
     """A table lays out new rows on its next idle; a snapshot taken before would catch old column widths."""
     return any(t._require_update_dimensions for s in app.screen_stack for t in s.query(DataTable))
 
 
-async def settle(pilot: Pilot[object], rounds: int = 200) -> None:
+async def settle(pilot: Pilot[Any], rounds: int = 200) -> None:
     """Wait until no worker is running, the messages they posted are handled and the tables laid out."""
     app = pilot.app
     for _ in range(rounds):
@@ -31,14 +32,14 @@ async def settle(pilot: Pilot[object], rounds: int = 200) -> None:
     raise AssertionError("workers kept running")
 
 
-async def open_screen(pilot: Pilot[object], screen: Screen[object]) -> None:
+async def open_screen(pilot: Pilot[Any], screen: Screen[Any]) -> None:
     """Once the runs are listed, push ``screen`` and wait until it has loaded."""
     await settle(pilot)
     await pilot.app.push_screen(screen)
     await settle(pilot)
 
 
-def screen_text(app: App[object]) -> str:
+def screen_text(app: App[Any]) -> str:
     """The current screen as plain text, as a terminal would show it."""
     console = Console(width=app.size.width, height=app.size.height, file=io.StringIO(), record=True,
                       force_terminal=True, legacy_windows=False)
@@ -46,17 +47,17 @@ def screen_text(app: App[object]) -> str:
     return console.export_text()
 
 
-def text_of(app: App[object], selector: str) -> str:
+def text_of(app: App[Any], selector: str) -> str:
     """The text of a Static."""
     return str(app.screen.query_one(selector, Static).content)
 
 
-def column(app: App[object], selector: str, key: str) -> list[str]:
+def column(app: App[Any], selector: str, key: str) -> list[str]:
     """One column of a table, as plain strings."""
     table = app.screen.query_one(selector, DataTable)
     return [str(table.get_cell(row, key)).strip() for row in table.rows]
 
 
-def row_keys(app: App[object], selector: str) -> list[str]:
+def row_keys(app: App[Any], selector: str) -> list[str]:
     table = app.screen.query_one(selector, DataTable)
     return [str(key.value) for key in table.rows]

@@ -125,7 +125,7 @@ class TestShell:
         async with app.run_test() as pilot:
             await settle(pilot)
             await pilot.press("colon")
-            assert app.screen.title_text == "SQL"
+            assert app.screen.title_text == "SQL"  # type: ignore[attr-defined]
             await pilot.press("escape", "q")
             assert app.return_code == 0
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from pilot_helpers import column, open_screen, row_keys, screen_text, settle, text_of
 from textual.pilot import Pilot
+from textual.widgets import DataTable
 from tui_store import RUN_A, RUN_B, TASK_IDS
 
 from workbench.analysis.triage.compare import cross_run_pair, moved_tasks, run_comparison
@@ -95,7 +96,7 @@ class TestTheComparison:
         app = NelApp(demo)
         async with app.run_test() as pilot:
             screen = await open_compare(pilot)
-            flips = screen.query_one("#flips")
+            flips = screen.query_one("#flips", DataTable)
             await pilot.press("i")
             assert flips.cursor_row == 2 and flips.has_focus
             await pilot.press("r")

@@ -86,7 +86,7 @@ class TestLive:
                 assert "— steps/s" not in headline
                 assert column(app, "#shards", "status") == ["running"]
                 assert "wrong" in text_of(app, "#failures")
-                assert app.screen.query_one("#latest").row_count > 0
+                assert app.screen.query_one("#latest").row_count > 0  # type: ignore[attr-defined]
                 writer.finish()
                 await pilot.pause(1.2)
                 await settle(pilot)
@@ -136,4 +136,4 @@ class TestLive:
             await pilot.pause(0.7)
             await settle(pilot)
             assert "Run not-yet is not in this store" in text_of(app, "#message")
-            assert app.screen.polls >= 2
+            assert app.screen.polls >= 2  # type: ignore[attr-defined]

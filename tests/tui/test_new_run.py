@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pilot_helpers import screen_text, settle
@@ -22,7 +23,7 @@ from workbench.workers import find_launch
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(120)]
 
 
-async def fill(pilot: Pilot[object], **values: str) -> None:
+async def fill(pilot: Pilot[Any], **values: str) -> None:
     screen = pilot.app.screen
     for field, value in values.items():
         if field in ("bench", "sandbox"):
@@ -32,7 +33,7 @@ async def fill(pilot: Pilot[object], **values: str) -> None:
     await pilot.pause()
 
 
-async def wait_for(pilot: Pilot[object], done: object, timeout: float = 90.0) -> None:
+async def wait_for(pilot: Pilot[Any], done: object, timeout: float = 90.0) -> None:
     """Let the app poll (its timers run while the pilot pauses) until ``done()`` holds."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -51,7 +51,7 @@ async def test_a_real_run_reads_from_its_runs_row_to_a_diff(real: tuple[Path, st
         screen = app.screen
         assert isinstance(screen, TaskScreen) and screen.detail is not None
         assert len(screen.detail.attempts) == 4 and {"pass"} < set(column(app, "#attempts", "outcome"))
-        assert "── user" in "".join(t for line in screen.query_one("#transcript").lines for t, _ in line)
+        assert "── user" in "".join(t for line in screen.query_one("#transcript").lines for t, _ in line)  # type: ignore[attr-defined]
         await pilot.press("d")
         await settle(pilot)
         assert isinstance(app.screen, DiffScreen)

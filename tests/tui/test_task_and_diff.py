@@ -93,7 +93,7 @@ class TestDiff:
             assert "outcome: pass (reward 1) → wrong (reward 0)" in scoring
             assert "extracted answer: '40' → '90'" in scoring and "expected answer (both): '40'" in scoring
             view = screen.query_one(DiffView)
-            first = view._row_starts[view._diff.first_divergence]
+            first = view._row_starts[view._diff.first_divergence]  # type: ignore[index]
             assert view.scroll_offset.y <= first < view.scroll_offset.y + view.size.height
             assert "▶ The answer is: 40" in screen_text(app).replace("│", " ").replace("  ", " ")
 
@@ -103,10 +103,10 @@ class TestDiff:
             await open_task(pilot, 5)
             await pilot.press("down", "space", "down", "d")
             await settle(pilot)
-            assert (app.screen.left.repeat, app.screen.right.repeat) == (1, 2)
+            assert (app.screen.left.repeat, app.screen.right.repeat) == (1, 2)  # type: ignore[attr-defined]
             await pilot.press("s")
             await settle(pilot)
-            assert (app.screen.left.repeat, app.screen.right.repeat) == (2, 1)
+            assert (app.screen.left.repeat, app.screen.right.repeat) == (2, 1)  # type: ignore[attr-defined]
             assert "A attempt 2 (wrong)  vs  B attempt 1 (wrong)" in text_of(app, "#sides")
 
     async def test_D_diffs_against_the_same_task_in_the_reference_run(self, demo: Path) -> None:

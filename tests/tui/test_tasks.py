@@ -89,7 +89,7 @@ class TestTaskList:
         app = NelApp(big)
         async with app.run_test() as pilot:
             await open_tasks(pilot, "syn-0")
-            table = app.screen.query_one("#tasks")
+            table = app.screen.query_one("#tasks", DataTable)
             assert table.row_count == PAGE
             assert f"350 tasks ({PAGE} loaded)" in text_of(app, "#status")
             await pilot.press("end")

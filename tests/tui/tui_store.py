@@ -51,7 +51,7 @@ OUTCOMES: dict[str, list[list[str]]] = {
         ["ok", "ok"],
     ],
 }
-RUNS = {
+RUNS: dict[str, dict[str, Any]] = {
     RUN_A: {"model_id": "model-a", "created_at": datetime(2026, 1, 2, 10, 0, 0), "n_repeats": 4},
     RUN_B: {"model_id": "model-b", "created_at": datetime(2026, 1, 3, 9, 0, 0), "n_repeats": 2},
 }

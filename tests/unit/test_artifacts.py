@@ -7,6 +7,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from factories import open_shard, run_header, step_row, task_rows
 
 from workbench import open_store
 from workbench.analysis import artifacts
@@ -20,8 +21,7 @@ from workbench.analysis.artifacts import (
 )
 from workbench.analysis.report import FORMATS, render_report
 from workbench.errors import UsageError
-from workbench.store import ShardWriter, ingest
-from workbench.store.columns import STEP_COLUMNS
+from workbench.store import ingest
 
 RUN = "r1"
 T0 = 1_700_000_000.0
@@ -36,13 +36,12 @@ OUTCOMES = [
 
 
 def _step(idx: int, rep: int, passed: bool, category: str | None, response: str | None, meta: dict) -> dict:
-    row = dict.fromkeys(STEP_COLUMNS)
     error = category == "server_error"
     details = {"method": "exact", "expected": str(idx)}
     if meta.get("category") is None:
         details["category"] = "misc"
-    row.update(
-        run_id=RUN, task_idx=idx, repeat=rep, task_id=f"t{idx}", shard_idx=0, started_at=T0 + (3 * idx + rep) * 0.1,
+    return step_row(
+        RUN, idx, rep, started_at=T0 + (3 * idx + rep) * 0.1,
         prompt=f"question {idx}", messages=orjson.dumps([{"role": "user", "content": f"question {idx}"}]).decode(),
         response=response, finish_reason=None if error else ("length" if category else "stop"),
         reward=1.0 if passed else 0.0, passed=passed, expected_answer=str(idx),
@@ -58,23 +57,18 @@ def _step(idx: int, rep: int, passed: bool, category: str | None, response: str 
                              "f1": {"reward": 0.5, "passed": False, "extracted_answer": None, "method": "f1",
                                     "details": {}}}).decode(),
     )
-    return row
 
 
 def _write_store(store: Path, outcomes=OUTCOMES, *, finish: bool = True) -> Path:
     n_tasks, repeats = len(outcomes), len(outcomes[0][1])
-    header = {
-        "run_id": RUN, "benchmark": "b", "model_id": "m", "model_url": "http://user:pw@host/v1?api_key=k123",
-        "protocol": "chat_completions", "identity_hash": "ab" * 32, "identity": {"benchmark": "b", "temperature": 0.7},
-        "config": {"primary_metric": "exact", "metrics": ["exact", "f1"], "api_key": "sk-leaked"},
-        "n_tasks": n_tasks, "n_repeats": repeats, "problem_start": 0, "problem_end": n_tasks, "total_shards": 1,
-        "created_at": T0 - 1, "nel_version": "test",
-    }
+    header = run_header(
+        RUN, n_tasks=n_tasks, n_repeats=repeats, model_url="http://user:pw@host/v1?api_key=k123",
+        identity={"benchmark": "b", "temperature": 0.7},
+        config={"primary_metric": "exact", "metrics": ["exact", "f1"], "api_key": "sk-leaked"}, created_at=T0 - 1)
     metas = [{"idx": i, **({"category": c} if c else {})} for i, (c, _) in enumerate(outcomes)]
-    tasks = [{"run_id": RUN, "task_idx": i, "task_id": f"t{i}", "benchmark": "b", "prompt": f"question {i}",
-              "expected_answer": str(i), "metadata": orjson.dumps(metas[i]).decode()} for i in range(n_tasks)]
-    w = ShardWriter(store, RUN, 0)
-    w.begin(header, {"shard_idx": 0, "total_shards": 1, "problem_start": 0, "problem_end": n_tasks}, tasks)
+    tasks = task_rows(RUN, n_tasks, prompt=lambda i: f"question {i}", expected_answer=str,
+                      metadata=lambda i: orjson.dumps(metas[i]).decode())
+    w = open_shard(store, header, tasks=tasks)
     for idx, (_, attempts) in enumerate(outcomes):
         for rep, (passed, category, response) in enumerate(attempts):
             w.append(_step(idx, rep, passed, category, response, metas[idx]))

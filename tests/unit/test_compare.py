@@ -10,8 +10,10 @@ import math
 import numpy as np
 import polars as pl
 import pytest
+from factories import run_data
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 from workbench.analysis.compare import (
     Coverage,
@@ -49,19 +51,12 @@ def make_run(
             })
     attempts = pl.DataFrame(rows, schema_overrides={"failure_category": pl.Utf8, "category": pl.Utf8}).sort(
         ["task_idx", "repeat"])
-    tasks = attempts.group_by("task_id").agg(
-        pl.col("task_idx").first(), pl.len().cast(pl.Int64).alias("n"),
-        pl.col("passed").sum().cast(pl.Int64).alias("n_pass"), pl.col("reward").sum().alias("reward_sum"),
-        pl.col("error").sum().cast(pl.Int64).alias("n_error"))
-    missing = pl.DataFrame({"task_id": [f"never-{i}" for i in range(unattempted)],
-                            "task_idx": [1000 + i for i in range(unattempted)], "n": [0] * unattempted,
-                            "n_pass": [0] * unattempted, "reward_sum": [0.0] * unattempted,
-                            "n_error": [0] * unattempted},
-                           schema=tasks.schema)
-    tasks = pl.concat([tasks, missing]).sort("task_idx")
+    never = [f"never-{i}" for i in range(unattempted)]
+    listed = pl.DataFrame({"task_id": [*rewards, *never],
+                           "task_idx": [*(idx[t] for t in rewards), *(1000 + i for i in range(unattempted))]},
+                          schema={"task_id": pl.Utf8, "task_idx": pl.Int64})
     repeats = max((len(v) for v in rewards.values()), default=0)
-    return RunData(run_id=run_id, benchmark="bench", model_id="m", metric="reward", metrics=("reward",),
-                   n_repeats=repeats, attempts=attempts, tasks=tasks, source=f"test:{run_id}")
+    return run_data(attempts, listed, n_repeats=repeats, run_id=run_id, benchmark="bench", source=f"test:{run_id}")
 
 
 def binary_runs(worse: int, better: int, both_right: int, both_wrong: int) -> tuple[RunData, RunData]:
@@ -315,7 +310,7 @@ def run_pair(draw: st.DrawFn) -> tuple[RunData, RunData]:
     return sides[0], sides[1]
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(run_pair(), st.integers(0, 1000))
 def test_swapping_runs_negates_deltas_and_keeps_p_values(pair, seed):
     base, cand = pair

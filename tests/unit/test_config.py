@@ -4,8 +4,8 @@ import textwrap
 
 import pytest
 
-from workbench.config import load_config, model_config
 from workbench.errors import UsageError
+from workbench.spec import load_config, model_config
 
 GOOD = """\
 services:

@@ -4,10 +4,10 @@ import textwrap
 
 import pytest
 
-from workbench.config import load_config, metric_specs
-from workbench.engine.metrics import DEFAULT
+from workbench.engine.metrics import DEFAULT, MetricSpec
 from workbench.errors import UsageError
 from workbench.scoring.judge import DEFAULT_TEMPLATE
+from workbench.spec import load_config, metric_specs
 
 BASE = """\
 services:
@@ -40,6 +40,13 @@ def load(tmp_path, text):
     return load_config(path)
 
 
+def listed_specs(config) -> list[MetricSpec]:
+    """The metrics of the config's first benchmark, which lists ``scoring:``."""
+    specs = metric_specs(config, config.benchmarks[0])
+    assert specs is not None
+    return specs
+
+
 def error_of(tmp_path, text):
     with pytest.raises(UsageError) as info:
         load(tmp_path, text)
@@ -48,7 +55,7 @@ def error_of(tmp_path, text):
 
 def test_metrics_become_specs_with_the_benchmark_scorer_first(tmp_path):
     config, _ = load(tmp_path, BASE)
-    specs = metric_specs(config, config.benchmarks[0])
+    specs = listed_specs(config)
     assert [(s.name, s.type) for s in specs] == [("normalized", DEFAULT), ("f1", "f1"), ("exact_ci", "exact"),
                                                  ("correctness", "judge")]
     assert specs[1].params == {"threshold": 0.5} and specs[2].params == {"case_sensitive": False}
@@ -59,7 +66,7 @@ def test_metrics_become_specs_with_the_benchmark_scorer_first(tmp_path):
 
 def test_without_defaults_the_first_listed_metric_is_primary(tmp_path):
     config, _ = load(tmp_path, BASE.replace("    scoring:\n", "    scoring:\n      include_defaults: false\n"))
-    assert metric_specs(config, config.benchmarks[0])[0].name == "f1"
+    assert listed_specs(config)[0].name == "f1"
 
 
 def test_a_benchmark_without_scoring_keeps_its_own_scorer_alone(tmp_path):
@@ -105,7 +112,7 @@ def test_the_same_model_under_another_service_name_is_still_self_judging(tmp_pat
 def test_allow_self_judge_lets_the_solver_grade_its_own_answers(tmp_path):
     text = BASE.replace("          service: judge\n", "          service: solver\n          allow_self_judge: true\n")
     config, _ = load(tmp_path, text)
-    assert metric_specs(config, config.benchmarks[0])[-1].judge.model_id == "model-under-test"
+    assert listed_specs(config)[-1].judge.model_id == "model-under-test"
 
 
 def test_no_metric_at_all_is_refused(tmp_path):
@@ -117,4 +124,4 @@ def test_a_custom_judge_prompt_is_kept(tmp_path):
     prompt = "          prompt: 'Grade: {response}'\n"
     text = BASE.replace("          service: judge\n", "          service: judge\n" + prompt)
     config, _ = load(tmp_path, text)
-    assert metric_specs(config, config.benchmarks[0])[-1].template == "Grade: {response}"
+    assert listed_specs(config)[-1].template == "Grade: {response}"

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import math
 import re
-import time
 from pathlib import Path
 
 import duckdb
 import numpy as np
 import polars as pl
 import pytest
+from factories import ATTEMPT_SCHEMA, open_shard, run_data, run_header, step_row
 from scipy import stats as sps
 
 from workbench.analysis.compare import compare_runs
@@ -28,8 +28,7 @@ from workbench.analysis.sources import RunData, load_run
 from workbench.resources import sql_path
 from workbench.stats import pass_at_k_estimates
 from workbench.stats.paired import minimum_detectable_effect
-from workbench.store import ShardWriter, ingest, open_store
-from workbench.store.columns import STEP_COLUMNS
+from workbench.store import ingest, open_store
 
 Z2 = sps.norm.ppf(0.975) ** 2
 
@@ -51,25 +50,15 @@ def make_run(tasks: dict[str, list[float]], *, run_id: str = "r", category: dict
                          "failure_category": "timeout" if err else None, "latency_ms": 1.0, "prompt_tokens": 1,
                          "completion_tokens": 1, "total_tokens": 2, "response_chars": 3,
                          "category": (category or {}).get(task)})
-    schema = {"task_id": pl.Utf8, "task_idx": pl.Int64, "repeat": pl.Int64, "reward": pl.Float64,
-              "passed": pl.Boolean, "error": pl.Boolean, "failure_category": pl.Utf8, "latency_ms": pl.Float64,
-              "prompt_tokens": pl.Int64, "completion_tokens": pl.Int64, "total_tokens": pl.Int64,
-              "response_chars": pl.Int64, "category": pl.Utf8}
-    attempts = pl.DataFrame(rows, schema=schema)
+    attempts = pl.DataFrame(rows, schema={**ATTEMPT_SCHEMA, "category": pl.Utf8})
     listed = pl.DataFrame({"task_id": list(tasks), "task_idx": list(range(len(tasks))),
                            "category": [(category or {}).get(t) for t in tasks]},
                           schema={"task_id": pl.Utf8, "task_idx": pl.Int64, "category": pl.Utf8})
-    counts = attempts.group_by("task_idx").agg(
-        pl.len().cast(pl.Int64).alias("n"), pl.col("passed").sum().cast(pl.Int64).alias("n_pass"),
-        pl.col("reward").sum().alias("reward_sum"), pl.col("error").sum().cast(pl.Int64).alias("n_error"))
-    frame = listed.join(counts, on="task_idx", how="left").select(
-        "task_id", "task_idx", pl.col("n").fill_null(0), pl.col("n_pass").fill_null(0),
-        pl.col("reward_sum").fill_null(0.0), pl.col("n_error").fill_null(0), "category").sort("task_idx")
     if category is None:
-        attempts, frame = attempts.drop("category"), frame.drop("category")
+        attempts, listed = attempts.drop("category"), listed.drop("category")
     repeats = n_repeats or max((len(v) for v in tasks.values()), default=0)
-    return RunData(run_id=run_id, benchmark="b", model_id="m", metric="reward", metrics=("reward",),
-                   n_repeats=repeats, attempts=attempts, tasks=frame, source=f"test:{run_id}")
+    return run_data(attempts, listed, n_repeats=repeats, run_id=run_id, source=f"test:{run_id}",
+                    extra=() if category is None else ("category",))
 
 
 # ---- the minimum detectable effect -----------------------------------------------------------------
@@ -250,21 +239,13 @@ RUN = "sharded"
 def _shard_store(path: Path) -> Path:
     """A 6-task run of 2 shards x 2 repeats where only shard 0 (tasks 0-2) ran: shard 1's tasks have no
     run_tasks row."""
-    w = ShardWriter(path, RUN, 0)
-    header = {"run_id": RUN, "benchmark": "b", "model_id": "m", "model_url": "http://h/v1",
-              "protocol": "chat_completions", "identity_hash": "cd" * 32, "identity": {"benchmark": "b"},
-              "config": {"primary_metric": "exact", "metrics": ["exact"]}, "n_tasks": 6, "n_repeats": 2,
-              "problem_start": 0, "problem_end": 6, "total_shards": 2, "created_at": time.time(),
-              "nel_version": "test"}
-    tasks = [{"run_id": RUN, "task_idx": i, "task_id": f"t{i}", "benchmark": "b", "prompt": f"p{i}",
-              "expected_answer": "1", "metadata": None} for i in range(3)]
-    w.begin(header, {"shard_idx": 0, "total_shards": 2, "problem_start": 0, "problem_end": 3}, tasks)
+    header = run_header(RUN, n_tasks=6, total_shards=2, identity_hash="cd" * 32,
+                        config={"primary_metric": "exact", "metrics": ["exact"]})
+    w = open_shard(path, header, problem_end=3)
     for idx in range(3):
         for rep in range(2):
-            row = dict.fromkeys(STEP_COLUMNS)
-            row.update(run_id=RUN, task_idx=idx, repeat=rep, task_id=f"t{idx}", shard_idx=0, started_at=time.time(),
-                       reward=float(idx == 0), passed=idx == 0, latency_ms=1.0, response="r", prompt="p")
-            w.append(row)
+            w.append(step_row(RUN, idx, rep, reward=float(idx == 0), passed=idx == 0, latency_ms=1.0, response="r",
+                              prompt="p"))
     w.finish("complete")
     ingest(path)
     return path

@@ -4,9 +4,11 @@ hotspots, worked out by hand on a five-task run."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import polars as pl
 import pytest
+from factories import ATTEMPT_SCHEMA, run_data
 
 from workbench.analysis.diagnosis.profile import default_slices, run_profile
 from workbench.analysis.diagnosis.types import CostContrast, CrossTabCell, ErrorHotspot, FailureCount, SliceRow
@@ -15,11 +17,6 @@ from workbench.analysis.sources import RunData
 from workbench.errors import UsageError
 
 P, W, F, T = "pass", "wrong", "format_error", "timeout"  # attempt outcomes
-ATTEMPT_SCHEMA = {
-    "task_id": pl.Utf8, "task_idx": pl.Int64, "repeat": pl.Int64, "reward": pl.Float64, "passed": pl.Boolean,
-    "error": pl.Boolean, "failure_category": pl.Utf8, "latency_ms": pl.Float64, "prompt_tokens": pl.Int64,
-    "completion_tokens": pl.Int64, "total_tokens": pl.Int64, "response_chars": pl.Int64,
-}
 
 
 def make_run(tasks: list[dict], n_repeats: int, *, run_id: str = "r", meta: tuple[str, ...] = ()) -> RunData:
@@ -40,20 +37,13 @@ def make_run(tasks: list[dict], n_repeats: int, *, run_id: str = "r", meta: tupl
                          "response_chars": None if error else (10 if passed else 40), **values})
     schema = {**ATTEMPT_SCHEMA, **dict.fromkeys(meta, pl.Utf8)}
     attempts = pl.DataFrame(rows, schema=schema).sort("task_idx", "repeat")
-    counts = attempts.group_by("task_idx").agg(
-        pl.len().cast(pl.Int64).alias("n"), pl.col("passed").sum().cast(pl.Int64).alias("n_pass"),
-        pl.col("reward").sum().alias("reward_sum"), pl.col("error").sum().cast(pl.Int64).alias("n_error"))
     frame = pl.DataFrame(listed, schema={"task_id": pl.Utf8, "task_idx": pl.Int64, **dict.fromkeys(meta, pl.Utf8)})
-    frame = frame.join(counts, on="task_idx", how="left").select(
-        "task_id", "task_idx", pl.col("n").fill_null(0), pl.col("n_pass").fill_null(0),
-        pl.col("reward_sum").fill_null(0.0), pl.col("n_error").fill_null(0), *meta).sort("task_idx")
-    return RunData(run_id=run_id, benchmark="b", model_id="m", metric="reward", metrics=("reward",),
-                   n_repeats=n_repeats, attempts=attempts, tasks=frame, source="test")
+    return run_data(attempts, frame, n_repeats=n_repeats, run_id=run_id, extra=meta)
 
 
 META = ("category", "difficulty")
 # t0 always; t1 sometimes (2 of 4); t2 never, one timeout; t3 sometimes with only 2 attempts; t4 never attempted.
-TASKS = [
+TASKS: list[dict[str, Any]] = [
     {"outcomes": [P, P, P, P], "category": "a", "difficulty": "easy"},
     {"outcomes": [P, W, F, P], "category": "a", "difficulty": "hard", "tokens": [100, 200, 400, 100]},
     {"outcomes": [W, W, T, W], "category": "b", "difficulty": "easy", "tokens": [300, 300, 0, 300]},
@@ -145,7 +135,8 @@ class TestSlices:
         ), "the never-attempted task (difficulty unset) makes no row"
 
     def test_a_task_without_the_column_is_its_own_value(self):
-        tasks = [{"outcomes": [P], "category": "a"}, {"outcomes": [W], "category": "a"}, {"outcomes": [W]}]
+        tasks: list[dict[str, Any]] = [{"outcomes": [P], "category": "a"}, {"outcomes": [W], "category": "a"},
+                                       {"outcomes": [W]}]
         p = run_profile(make_run(tasks, 1, meta=("category",)))
         assert [(r.value, r.n_tasks) for r in p.slices] == [("a", 2), ("(none)", 1)]
 

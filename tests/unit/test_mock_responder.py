@@ -51,7 +51,7 @@ def test_correct_replies_score_correct_with_the_answer_after_a_final_marker(
     env = get_environment("gsm8k")
     correct = [(t, c) for t, ok, c in replies if ok]
     assert len(correct) > 1000
-    formats = Counter()
+    formats: Counter[str] = Counter()
     for task, completion in correct:
         final_line = completion.text.rsplit("\n", 1)[-1]
         assert _marked_answers(final_line) == [task.answer.replace(",", "")]
@@ -84,7 +84,7 @@ def test_wrong_replies_never_state_the_right_answer_after_a_marker(
 def test_wrong_replies_mix_wrong_numbers_cut_off_reasoning_refusals_and_empty_ones(
     replies: list[tuple[Task, bool, Completion]],
 ) -> None:
-    kinds = Counter()
+    kinds: Counter[str] = Counter()
     for _, ok, completion in replies:
         if ok:
             continue
@@ -168,7 +168,7 @@ def test_right_replies_score_one_and_wrong_ones_zero_for_every_task_of_every_bui
     responder = Responder(SkillProfile(0))
     tasks = [t for t in all_tasks if t.benchmark == benchmark]
     assert len(tasks) == len(env)
-    outcomes = Counter()
+    outcomes: Counter[bool] = Counter()
     for task in tasks:
         for attempt in range(ATTEMPTS):
             correct = responder.skill.attempt(task.key, None, attempt).correct
@@ -180,7 +180,7 @@ def test_right_replies_score_one_and_wrong_ones_zero_for_every_task_of_every_bui
 
 def test_multiple_choice_replies_end_with_the_answer_letter_right_or_wrong(all_tasks: list[Task]) -> None:
     responder = Responder(SkillProfile(0))
-    letters = Counter()
+    letters: Counter[str] = Counter()
     for task in (t for t in all_tasks if t.scorer == "multiple_choice"):
         for attempt in range(ATTEMPTS):
             completion = responder.respond(task, None, attempt)

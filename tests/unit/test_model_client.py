@@ -73,7 +73,7 @@ def test_a_malformed_body_is_a_model_error_not_a_crash(content):
     out = ModelResponse()
     assert not _parse_success("chat_completions", content, out)
     assert out.failure == "model_error"
-    assert "malformed" in out.error
+    assert "malformed" in out.error  # type: ignore[operator]
 
 
 @pytest.mark.parametrize(

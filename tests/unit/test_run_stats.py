@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import math
-import time
 from pathlib import Path
 from typing import ClassVar
 
 import orjson
 import polars as pl
 import pytest
+from factories import ATTEMPT_SCHEMA, open_shard, run_data, run_header, step_row, task_rows
 from scipy import stats as scipy_stats
 
 from workbench.analysis.artifacts import export_run
@@ -18,8 +18,7 @@ from workbench.analysis.run_stats import NO_VALUE, run_statistics
 from workbench.analysis.sources import ATTEMPT_COLUMNS, TASK_COLUMNS, RunData, _fill_unmatched, load_run
 from workbench.errors import UsageError
 from workbench.stats import clustered_mean, pass_at_k_per_task, wilson_interval
-from workbench.store import ShardWriter, ingest
-from workbench.store.columns import STEP_COLUMNS
+from workbench.store import ingest
 
 T975 = {2: 4.302652729749464, 3: 3.182446305284263}
 
@@ -37,20 +36,11 @@ def make_run(tasks: list[dict], n_repeats: int) -> RunData:
             rows.append({"task_id": f"t{idx}", "task_idx": idx, "repeat": rep, "reward": float(reward),
                          "passed": reward >= 1, "error": error, "failure_category": "timeout" if error else None,
                          "latency_ms": 1.0, "prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2, **meta})
-    schema = {"task_id": pl.Utf8, "task_idx": pl.Int64, "repeat": pl.Int64, "reward": pl.Float64,
-              "passed": pl.Boolean, "error": pl.Boolean, "failure_category": pl.Utf8, "latency_ms": pl.Float64,
-              "prompt_tokens": pl.Int64, "completion_tokens": pl.Int64, "total_tokens": pl.Int64,
-              "category": pl.Utf8, "passage": pl.Utf8}
+    schema = {k: v for k, v in ATTEMPT_SCHEMA.items() if k != "response_chars"}
+    schema.update(category=pl.Utf8, passage=pl.Utf8)
     attempts = pl.DataFrame(rows, schema=schema)
-    counts = attempts.group_by("task_idx").agg(
-        pl.len().cast(pl.Int64).alias("n"), pl.col("passed").sum().cast(pl.Int64).alias("n_pass"),
-        pl.col("reward").sum().alias("reward_sum"), pl.col("error").sum().cast(pl.Int64).alias("n_error"))
     task_frame = pl.DataFrame(listed, schema={k: schema[k] for k in ("task_id", "task_idx", "category", "passage")})
-    task_frame = task_frame.join(counts, on="task_idx", how="left").select(
-        "task_id", "task_idx", pl.col("n").fill_null(0), pl.col("n_pass").fill_null(0),
-        pl.col("reward_sum").fill_null(0.0), pl.col("n_error").fill_null(0), "category", "passage").sort("task_idx")
-    return RunData(run_id="r", benchmark="b", model_id="m", metric="reward", metrics=("reward",),
-                   n_repeats=n_repeats, attempts=attempts, tasks=task_frame, source="test")
+    return run_data(attempts, task_frame, n_repeats=n_repeats, extra=("category", "passage"))
 
 
 def binary(passes: int, n: int, **meta) -> dict:
@@ -234,13 +224,11 @@ META = [{"idx": 0, "category": "alpha", "n": "clash"}, {"idx": 1, "category": "b
 
 
 def _step(idx: int, rep: int, passed: bool, failure: str | None = None, scores: dict | None = None) -> dict:
-    row = dict.fromkeys(STEP_COLUMNS)
-    row.update(run_id=RUN, task_idx=idx, repeat=rep, task_id=f"t{idx}", shard_idx=0, started_at=time.time(),
-               reward=1.0 if passed else 0.0, passed=passed, failure_category=failure, latency_ms=10.0 + rep,
-               prompt_tokens=5, completion_tokens=3, total_tokens=8, metadata=orjson.dumps(META[idx]).decode(),
-               scoring_details=orjson.dumps({"method": "x", "category": "from-scorer"}).decode(),
-               scores=None if scores is None else orjson.dumps(scores).decode(), response="r", prompt="p")
-    return row
+    return step_row(RUN, idx, rep, reward=1.0 if passed else 0.0, passed=passed, failure_category=failure,
+                    latency_ms=10.0 + rep, prompt_tokens=5, completion_tokens=3, total_tokens=8,
+                    metadata=orjson.dumps(META[idx]).decode(),
+                    scoring_details=orjson.dumps({"method": "x", "category": "from-scorer"}).decode(),
+                    scores=None if scores is None else orjson.dumps(scores).decode(), response="r", prompt="p")
 
 
 @pytest.fixture
@@ -251,15 +239,8 @@ def store(tmp_path: Path) -> Path:
 def make_store(path: Path, merge: bool = True) -> Path:
     """Four tasks x 2 repeats; task 3 never attempted; one timeout; two metrics (exact primary, and f1).
     Without ``merge`` the run stays live: its steps are in the shard's segments, not the database."""
-    w = ShardWriter(path, RUN, 0)
-    header = {"run_id": RUN, "benchmark": "b", "model_id": "m", "model_url": "http://h/v1",
-              "protocol": "chat_completions", "identity_hash": "ab" * 32, "identity": {"benchmark": "b"},
-              "config": {"primary_metric": "exact", "metrics": ["exact", "f1"]}, "n_tasks": 4, "n_repeats": 2,
-              "problem_start": 0, "problem_end": 4, "total_shards": 1, "created_at": time.time(),
-              "nel_version": "test"}
-    tasks = [{"run_id": RUN, "task_idx": i, "task_id": f"t{i}", "benchmark": "b", "prompt": f"p{i}",
-              "expected_answer": "1", "metadata": orjson.dumps(META[i]).decode()} for i in range(4)]
-    w.begin(header, {"shard_idx": 0, "total_shards": 1, "problem_start": 0, "problem_end": 4}, tasks)
+    header = run_header(RUN, n_tasks=4, config={"primary_metric": "exact", "metrics": ["exact", "f1"]})
+    w = open_shard(path, header, tasks=task_rows(RUN, 4, metadata=lambda i: orjson.dumps(META[i]).decode()))
     outcomes = {(0, 0): (True, None), (0, 1): (False, None), (1, 0): (False, "timeout"), (1, 1): (True, None),
                 (2, 0): (False, None), (2, 1): (False, "format_error")}
     for (idx, rep), (passed, failure) in outcomes.items():

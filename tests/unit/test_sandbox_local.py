@@ -37,7 +37,8 @@ def use_bwrap(request: pytest.FixtureRequest) -> bool:
 
 
 def spec(**changes: Any) -> SandboxSpec:
-    return SandboxSpec(**({"type": "local", "timeout": 10.0, "memory": "256m"} | changes))
+    fields: dict[str, Any] = {"type": "local", "timeout": 10.0, "memory": "256m"}
+    return SandboxSpec(**(fields | changes))
 
 
 def in_sandbox(body: Callable[[Sandbox], Awaitable[T]], *, bwrap: bool, **changes: Any) -> T:
@@ -96,9 +97,12 @@ def test_as_root_each_session_runs_as_an_unprivileged_uid_of_its_own(use_bwrap: 
     """A uid shared by all sessions (nobody) shared RLIMIT_NPROC too: one fork bomb failed the other attempts."""
     async def main() -> list[str]:
         async with LocalSandboxes(spec(concurrency=3), bwrap=use_bwrap) as sandboxes:
+            all_open = asyncio.Barrier(3)
+
             async def one() -> str:
                 async with sandboxes.session() as box:
-                    await asyncio.sleep(0.2)  # all three open at once
+                    async with asyncio.timeout(30):
+                        await all_open.wait()  # all three open at once
                     return str((await python(box, "import os; print(os.getuid(), os.getgid())")).stdout)
 
             return list(await asyncio.gather(one(), one(), one()))
@@ -113,17 +117,21 @@ def test_as_root_each_session_runs_as_an_unprivileged_uid_of_its_own(use_bwrap: 
 def test_a_process_that_escaped_its_group_ends_with_its_session() -> None:
     """Without bubblewrap, setsid takes a process out of the group killed after each command: its uid catches it."""
     marker = f"nel-local-{uuid.uuid4().hex}"
+    # The probe returns once its child has left the group: the group is killed as the command ends, and on a
+    # loaded machine that could come before setsid had run (then nothing escaped and nothing was tested).
     source = f"""
-    import subprocess
-    subprocess.Popen(["setsid", "python3", "-c", "import time; time.sleep(60)", "{marker}"])
+    import os, subprocess, time
+    child = subprocess.Popen(["setsid", "python3", "-c", "import time; time.sleep(60)", "{marker}"])
+    deadline = time.monotonic() + 10
+    while os.getpgid(child.pid) == os.getpgrp() and time.monotonic() < deadline:
+        time.sleep(0.01)
     """
 
     async def main() -> list[str]:
         async with LocalSandboxes(spec(), bwrap=False) as sandboxes:
             async with sandboxes.session() as box:
                 await python(box, source)
-                time.sleep(0.3)
-                escaped = _mentioning(marker)
+                escaped = _appearing(marker)
                 await box.stop_processes()  # what a verdict does first in a box an agent used
                 assert not _processes_mentioning(marker, settle_s=1)
                 await python(box, source)
@@ -194,7 +202,8 @@ def test_background_processes_die_with_their_command(use_bwrap: bool) -> None:
 
 
 def test_files_round_trip_byte_for_byte(use_bwrap: bool) -> None:
-    files = {"with space.bin": bytes(range(256)), "it's \"q\" $(x).txt": b"\x00\xff", "a/b/ü.txt": "ü ✓"}
+    files: dict[str, bytes | str] = {"with space.bin": bytes(range(256)), "it's \"q\" $(x).txt": b"\x00\xff",
+                                     "a/b/ü.txt": "ü ✓"}
 
     async def body(box: Sandbox) -> tuple[dict[str, bytes], list[str]]:
         await box.write_files(files)
@@ -262,6 +271,14 @@ def _processes_mentioning(marker: str, settle_s: float = 3.0) -> list[str]:
     deadline = time.monotonic() + settle_s
     while (found := _mentioning(marker)) and time.monotonic() < deadline:
         time.sleep(0.05)
+    return found
+
+
+def _appearing(marker: str, timeout_s: float = 10.0) -> list[str]:
+    """Processes whose command line holds ``marker``, once there are any (none after ``timeout_s``)."""
+    deadline = time.monotonic() + timeout_s
+    while not (found := _mentioning(marker)) and time.monotonic() < deadline:
+        time.sleep(0.02)
     return found
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from workbench.config import Cluster, load_config
 from workbench.errors import RunFailed, UsageError
+from workbench.spec import Cluster, load_config
 from workbench.workers.slurm import SlurmJob, merge_script, sbatch, shard_script, submit, write_scripts
 
 BASE = """\
@@ -159,9 +159,9 @@ def test_the_array_script_has_one_task_per_shard_and_the_resources_asked_for(tmp
     assert body.index("module load cuda/12.4") < body.index("source /shared/venv/bin/activate") < body.index("exec")
     assert 'export NEL_SHARD_IDX="$SLURM_ARRAY_TASK_ID" NEL_TOTAL_SHARDS=4' in text  # a lone resubmitted K is K of 4
     run = shlex.split(text.splitlines()[-1])
-    assert run[:7] == ["exec", "/opt/venv/bin/python", "-m", "workbench.cli", "eval", "run", "/shared/evals/suite.yaml"]
-    assert run[-3:] == ["cluster.type=local", "--no-progress", "--resume"]
-    assert run[9:11] == ["-O", 'output.store="/shared/evals/nel.duckdb"']
+    # every task runs the run specification written beside the scripts (not a command line rebuilt from it)
+    assert run == ["exec", "/opt/venv/bin/python", "-m", "workbench.cli", "eval", "run", "--spec",
+                   "/shared/scripts/spec.json", "--no-progress", "--resume"]
 
 
 def test_the_merge_script_merges_the_store_after_the_shards(tmp_path: Path) -> None:
@@ -189,15 +189,13 @@ def test_hostile_paths_reach_nel_as_they_are_and_run_nothing(tmp_path: Path) -> 
     root = tmp_path / HOSTILE.lstrip("/")
     root.mkdir(parents=True)
     hostile = SlurmJob(config=root / "suite.yaml", store=root / "nel.duckdb", output_dir=root, workdir=root,
-                       python=str(_stub_python(tmp_path)), overrides=("benchmarks.0.max_problems=$(touch PWNED)",))
+                       python=str(_stub_python(tmp_path)), spec='{"note": "$(touch PWNED)"}')
     scripts = write_scripts(cluster, hostile, tmp_path / "scripts 100%")
     # sbatch reads double quotes in #SBATCH lines; % would start one of its file name patterns
     assert f'#SBATCH --output="{tmp_path}/scripts 100%%/shard-%a.log"' in scripts.shards.read_text()
     env = {"PATH": "/usr/bin:/bin", "SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_JOB_ID": "9"}
     for script, expected in (
-        (scripts.shards, ["-m", "workbench.cli", "eval", "run", f"{root}/suite.yaml",
-                          "-O", "benchmarks.0.max_problems=$(touch PWNED)", "-O", f'output.dir="{root}"',
-                          "-O", f'output.store="{root}/nel.duckdb"', "-O", "cluster.type=local",
+        (scripts.shards, ["-m", "workbench.cli", "eval", "run", "--spec", f"{tmp_path}/scripts 100%/spec.json",
                           "--no-progress", "--resume"]),
         (scripts.merge, ["-m", "workbench.cli", "eval", "merge", f"{root}/nel.duckdb"]),
     ):
@@ -295,3 +293,22 @@ def test_local_or_ray_shards_are_refused_for_a_slurm_config(tmp_path: Path, flag
     args = build_parser().parse_args(["eval", "run", str(path), *flags])
     with pytest.raises(UsageError, match=r"cluster\.type is slurm"):
         cmd_eval_run(args)
+
+
+def test_every_task_runs_the_submitters_spec_here_with_absolute_paths_and_no_key(tmp_path: Path) -> None:
+    import orjson
+
+    from workbench.cli import build_parser
+    from workbench.cli.eval_run import cmd_eval_run
+
+    path = tmp_path / "suite.yaml"
+    scripts = tmp_path / "scripts"
+    path.write_text(BASE + f"cluster: {{type: slurm, shards: 2, submit: false, scripts_dir: '{scripts}'}}\n")
+    args = build_parser().parse_args(["eval", "run", str(path), "-O", "benchmarks.0.max_problems=7"])
+    assert cmd_eval_run(args) == 0
+    text = (scripts / "spec.json").read_text()
+    spec = orjson.loads(text)
+    assert "cluster" not in spec, "a task runs its shard here"
+    assert spec["benchmarks"][0]["max_problems"] == 7, "the submitter's -O overrides are in it"
+    assert Path(spec["output"]["store"]).is_absolute() and Path(spec["output"]["dir"]).is_absolute()
+    assert SECRET not in text

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from profiles import examples
 from scipy import stats as sps
 
 from workbench.stats import bounded_mean, mean_with_ci, tasks_to_resolve, unit_span
@@ -77,7 +78,7 @@ class TestT:
         assert est.n_tasks == 0 and math.isnan(est.value) and math.isnan(est.low)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.floats(0, 1), min_size=1, max_size=30), st.sampled_from([0.8, 0.9, 0.95, 0.99]))
 def test_every_interval_stays_in_range_contains_its_mean_and_contains_the_floor(values, confidence):
     est = bounded_mean(values, confidence)

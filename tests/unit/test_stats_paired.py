@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from profiles import examples
 from scipy import stats as sps
 
 from workbench.stats.paired import (
@@ -296,7 +297,7 @@ def _same(a: float, b: float) -> bool:
     return (math.isnan(a) and math.isnan(b)) or a == b
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(paired_scores(), st.integers(0, 2**31))
 def test_swapping_sides_negates_the_delta_and_keeps_every_p_value(pair, seed):
     base, cand = pair
@@ -318,7 +319,7 @@ def test_swapping_sides_negates_the_delta_and_keeps_every_p_value(pair, seed):
         assert low == pytest.approx(-high2, abs=1e-12) and high == pytest.approx(-low2, abs=1e-12)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(paired_scores(), st.integers(0, 2**31))
 def test_intervals_contain_their_point_estimate(pair, seed):
     base, cand = pair
@@ -332,7 +333,7 @@ def test_intervals_contain_their_point_estimate(pair, seed):
     assert floor_low <= est.value <= floor_high
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(paired_scores())
 def test_p_values_are_probabilities(pair):
     base, cand = pair

@@ -13,6 +13,7 @@ import numpy as np
 import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 from workbench.analysis.run_stats import run_statistics
 from workbench.analysis.sources import RunData
@@ -27,7 +28,7 @@ from workbench.stats import (
     wilson_interval,
 )
 
-FAST = settings(max_examples=100, deadline=None)
+FAST = settings(max_examples=examples(100), deadline=None)
 TOL = 1e-12  # bootstrap means are sums of weighted values: equal values may differ in the last bit
 
 
@@ -109,7 +110,7 @@ def test_variance_split_is_non_negative_and_repeats_never_beat_tasks(nc):
     assert variance_split(n, c, c) == v
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(counts(max_tasks=8, max_n=5), st.data())
 def test_every_number_of_a_run_sits_inside_its_intervals(nc, data):
     n, c = nc

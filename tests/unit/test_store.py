@@ -6,6 +6,7 @@ import time
 import duckdb
 import orjson
 import pytest
+from factories import open_shard, run_header, step_row, task_rows
 
 from workbench import open_store
 from workbench.errors import UsageError
@@ -19,32 +20,20 @@ RUN = "r1"
 
 
 def header(n_tasks=3, repeats=2, total_shards=1):
-    return {
-        "run_id": RUN, "benchmark": "b", "model_id": "m", "model_url": "http://h/v1", "protocol": "chat_completions",
-        "identity_hash": "ab" * 32, "identity": {"benchmark": "b"}, "config": {}, "n_tasks": n_tasks,
-        "n_repeats": repeats, "problem_start": 0, "problem_end": n_tasks, "total_shards": total_shards,
-        "created_at": time.time(), "nel_version": "test",
-    }
+    return run_header(RUN, n_tasks=n_tasks, n_repeats=repeats, total_shards=total_shards)
 
 
 def step(idx, rep, passed=True, shard=0):
-    row = dict.fromkeys(STEP_COLUMNS)
-    row.update(run_id=RUN, task_idx=idx, repeat=rep, task_id=f"t{idx}", shard_idx=shard, started_at=time.time(),
-               reward=1.0 if passed else 0.0, passed=passed, messages=orjson.dumps([{"role": "user"}]).decode(),
-               latency_ms=1.0, total_tokens=10)
-    return row
+    return step_row(RUN, idx, rep, shard_idx=shard, reward=1.0 if passed else 0.0, passed=passed,
+                    messages=orjson.dumps([{"role": "user"}]).decode(), latency_ms=1.0, total_tokens=10)
 
 
 def tasks(n):
-    return [{"run_id": RUN, "task_idx": i, "task_id": f"t{i}", "benchmark": "b", "prompt": f"p{i}",
-             "expected_answer": "1", "metadata": None} for i in range(n)]
+    return task_rows(RUN, n)
 
 
 def writer(store, n_tasks=3, roll_every=4096, shard=0, total=1):
-    w = ShardWriter(store, RUN, shard, roll_every=roll_every)
-    w.begin(header(n_tasks, total_shards=total), {"shard_idx": shard, "total_shards": total,
-                                                   "problem_start": 0, "problem_end": n_tasks}, tasks(n_tasks))
-    return w
+    return open_shard(store, header(n_tasks, total_shards=total), shard=shard, roll_every=roll_every)
 
 
 def count(store):
@@ -241,13 +230,17 @@ def test_readers_wait_out_a_writers_lock_instead_of_failing(tmp_path):
     store = tmp_path / "nel.duckdb"
     writer(store).finish("complete")
     ingest(store)
+    locked, lock_held = os.pipe()
     pid = os.fork()
     if pid == 0:  # a child holds the write lock briefly, as ingest does
         con = duckdb.connect(str(store))
+        os.write(lock_held, b"x")
         time.sleep(0.5)
         con.close()
         os._exit(0)
-    time.sleep(0.1)
+    os.close(lock_held)
+    os.read(locked, 1)  # the child holds the lock now (or has died: then the read returns at once)
+    os.close(locked)
     assert open_store(store).runs().height == 1
     os.waitpid(pid, 0)
 

@@ -12,39 +12,27 @@ import time
 import duckdb
 import orjson
 import pytest
+from factories import open_shard, run_header, step_row
 
 from workbench.analysis.artifacts import export_run
 from workbench.errors import UsageError
 from workbench.store import ShardWriter, ingest, open_store
-from workbench.store.columns import STEP_COLUMNS
 from workbench.store.database import connect_rw, create_store
 
 
 def header(run_id: str, n_tasks: int = 4, total_shards: int = 1) -> dict:
-    return {
-        "run_id": run_id, "benchmark": "b", "model_id": "m", "model_url": "http://h/v1", "protocol": "chat_completions",
-        "identity_hash": "ab" * 32, "identity": {"benchmark": "b"}, "config": {}, "n_tasks": n_tasks,
-        "n_repeats": 2, "problem_start": 0, "problem_end": n_tasks, "total_shards": total_shards,
-        "created_at": time.time(), "nel_version": "test",
-    }
+    return run_header(run_id, n_tasks=n_tasks, total_shards=total_shards)
 
 
 def step(run_id: str, idx: int, rep: int, *, category: str | None = None, attempt: int | None = None,
          started_at: float | None = None) -> dict:
-    row = dict.fromkeys(STEP_COLUMNS)
-    row.update(run_id=run_id, task_idx=idx, repeat=rep, task_id=f"t{idx}", shard_idx=0,
-               started_at=started_at or time.time(), reward=0.0 if category else 1.0, passed=category is None,
-               failure_category=category, error="HTTP 500" if category else None, latency_ms=1.0, attempt=attempt)
-    return row
+    return step_row(run_id, idx, rep, started_at=started_at or time.time(), reward=0.0 if category else 1.0,
+                    passed=category is None, failure_category=category, error="HTTP 500" if category else None,
+                    latency_ms=1.0, attempt=attempt)
 
 
 def open_writer(store, run_id: str, n_tasks: int = 4, roll_every: int = 4096) -> ShardWriter:
-    w = ShardWriter(store, run_id, 0, roll_every=roll_every)
-    tasks = [{"run_id": run_id, "task_idx": i, "task_id": f"t{i}", "benchmark": "b", "prompt": f"p{i}",
-              "expected_answer": "1", "metadata": None} for i in range(n_tasks)]
-    w.begin(header(run_id, n_tasks), {"shard_idx": 0, "total_shards": 1, "problem_start": 0,
-                                      "problem_end": n_tasks}, tasks)
-    return w
+    return open_shard(store, header(run_id, n_tasks), roll_every=roll_every)
 
 
 class TestReadsOverLiveJournals:
@@ -163,9 +151,7 @@ class TestRetriedAttempts:
         w.append(step("r", 1, 0))
         w.finish("complete")
         ingest(store)
-        retry = ShardWriter(store, "r", 0)
-        retry.begin(header("r"), {"shard_idx": 0, "total_shards": 1, "problem_start": 0, "problem_end": 4,
-                                  "retries": True}, [])
+        retry = open_shard(store, header("r"), tasks=[], retries=True)
         retry.append(step("r", 0, 0, attempt=1))
         live = open_store(store).rows("SELECT task_idx, failure_category, attempt FROM steps ORDER BY task_idx")
         assert live == [(0, None, 1), (1, None, None)], "readers see the retry at once"

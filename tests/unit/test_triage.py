@@ -6,7 +6,6 @@ ingested database is read too: the TUI must see both the same way.
 
 from __future__ import annotations
 
-import time
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -14,11 +13,11 @@ from typing import Any
 import duckdb
 import orjson
 import pytest
+from factories import open_shard, run_header, step_row, task_rows
 
 from workbench.analysis import triage
 from workbench.analysis.triage import Attempt, RunRow, Span, TaskFilter
-from workbench.store import ShardWriter, ingest, open_store
-from workbench.store.columns import STEP_COLUMNS
+from workbench.store import ingest, open_store
 
 RUN, OTHER = "tri-a", "tri-b"
 PROMPTS = ["Add 2 and 2.", "Name the capital of France.", "Multiply 3 by 3.", "Spell cat backwards.", "Unused."]
@@ -43,11 +42,10 @@ def _messages(idx: int) -> list[dict[str, Any]]:
 
 
 def _step(run_id: str, idx: int, rep: int, passed: bool, what: str) -> dict[str, Any]:
-    row = dict.fromkeys(STEP_COLUMNS)
     failure = what if what in ERRORS or what == "format_error" else None
     answer = None if failure else what
-    row.update(
-        run_id=run_id, task_idx=idx, repeat=rep, task_id=f"tid{idx}", shard_idx=0, started_at=time.time(),
+    return step_row(
+        run_id, idx, rep, task_id=f"tid{idx}",
         messages=orjson.dumps(_messages(idx)).decode(), reward=float(passed), passed=passed,
         expected_answer=EXPECTED[idx], extracted_answer=answer, scoring_method="exact", failure_category=failure,
         scoring_details=orjson.dumps({"method": "exact", "normalized_extracted": answer}).decode(),
@@ -55,20 +53,15 @@ def _step(run_id: str, idx: int, rep: int, passed: bool, what: str) -> dict[str,
         error=f"{what} from the endpoint" if what in ERRORS else None, total_tokens=10 * (idx + 1) + rep,
         latency_ms=100.0 * (idx + 1) + rep,
     )
-    return row
 
 
 def _write(store: Path, run_id: str, finish: bool = True) -> None:
     plan = PLAN[run_id]
-    writer = ShardWriter(store, run_id, 0)
-    header = {"run_id": run_id, "benchmark": "b", "model_id": f"m-{run_id}", "model_url": "http://h/v1",
-              "protocol": "chat_completions", "identity_hash": run_id.ljust(64, "0"), "identity": {}, "config": {},
-              "n_tasks": len(plan), "n_repeats": 3, "problem_start": 0, "problem_end": len(plan),
-              "total_shards": 1, "created_at": time.time(), "nel_version": "test"}
-    writer.begin(header, {"shard_idx": 0, "total_shards": 1, "problem_start": 0, "problem_end": len(plan)},
-                 [{"run_id": run_id, "task_idx": i, "task_id": f"tid{i}", "benchmark": "b", "prompt": PROMPTS[i],
-                   "expected_answer": EXPECTED[i], "metadata": orjson.dumps({"category": CATEGORIES[i]}).decode()}
-                  for i in range(len(plan))])
+    header = run_header(run_id, n_tasks=len(plan), n_repeats=3, model_id=f"m-{run_id}",
+                        identity_hash=run_id.ljust(64, "0"), identity={})
+    writer = open_shard(store, header, tasks=task_rows(
+        run_id, len(plan), task_id=lambda i: f"tid{i}", prompt=PROMPTS.__getitem__,
+        expected_answer=EXPECTED.__getitem__, metadata=lambda i: orjson.dumps({"category": CATEGORIES[i]}).decode()))
     for idx, reps in enumerate(plan):
         for rep, (passed, what) in enumerate(reps):
             writer.append(_step(run_id, idx, rep, passed, what))
@@ -98,7 +91,7 @@ class TestRuns:
         a = runs[RUN]
         assert (a.n_tasks, a.n_steps, a.n_errors) == (5, 12, 3)
         assert a.pass_at_1 == pytest.approx((1 + 1 / 3 + 0 + 0) / 4)
-        assert a.pass_at_1_low is not None and a.pass_at_1_low <= a.pass_at_1 <= a.pass_at_1_high
+        assert a.pass_at_1_low is not None and a.pass_at_1_low <= a.pass_at_1 <= a.pass_at_1_high  # type: ignore[operator]
         assert a.finished_at is not None and a.duration_s is not None
         assert a.last_step_at is None  # read only for a run that has not finished
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import time
+from factories import step_row
 
 from workbench.engine.reverify import _rescored
 from workbench.engine.verdicts import answer_category, verify_safely
 from workbench.environments.base import VerifyResult
 from workbench.model.failures import classify_judged
-from workbench.store.columns import STEP_COLUMNS
 
 
 def _raises(response: str, expected: str, **metadata: object) -> VerifyResult:
@@ -38,10 +37,8 @@ def test_a_judged_answer_is_empty_a_refusal_or_just_wrong():
 
 def test_reverify_scores_a_scorer_error_again_and_skips_a_transport_failure():
     def step(category: str | None) -> dict:
-        row = dict.fromkeys(STEP_COLUMNS)
-        row.update(run_id="r", task_idx=0, repeat=0, started_at=time.time(), response="42", expected_answer="42",
-                   reward=0.0, passed=False, failure_category=category, seed_ms=0.0, model_ms=1.0)
-        return row
+        return step_row("r", 0, 0, response="42", expected_answer="42", reward=0.0, passed=False,
+                        failure_category=category, seed_ms=0.0, model_ms=1.0)
 
     def right(response: str, expected: str, **metadata: object) -> VerifyResult:
         return VerifyResult(1.0, response, {"method": "exact"})

@@ -224,7 +224,7 @@ class TestStatic:
         before = alt.renderers.active
         try:
             static.enable()
-            bundle = alt.renderers.get()(charts.pass_at_k_chart(profile()).to_dict())
+            bundle = alt.renderers.get()(charts.pass_at_k_chart(profile()).to_dict())  # type: ignore[misc]
             assert static.PNG in bundle and static.VEGALITE in bundle
         finally:
             alt.renderers.enable(before)

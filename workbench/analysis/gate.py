@@ -28,8 +28,8 @@ from workbench.analysis.compare import (
     task_scores,
 )
 from workbench.analysis.sources import RunData, load_run
-from workbench.config.loader import Located, load_config_tree
 from workbench.errors import UsageError
+from workbench.spec.loader import Located, load_config_tree
 from workbench.stats.paired import tasks_to_resolve
 
 TIERS = ("critical", "supporting", "advisory")

@@ -20,6 +20,7 @@ from workbench.errors import UsageError
 from workbench.model.failures import ERROR_CATEGORIES
 from workbench.store import Store, open_store, resolve_store_path, segments_root
 from workbench.store.columns import sql_string
+from workbench.store.duckdb_api import polars_frame
 
 ATTEMPT_COLUMNS = (
     "task_id", "task_idx", "repeat", "reward", "passed", "error", "failure_category", "latency_ms",
@@ -135,9 +136,9 @@ def _load_store(store: Store, run_id: str, metric: str | None) -> RunData:
                        metrics=_metric_list(primary, metrics), n_repeats=int(n_repeats), attempts=attempts,
                        tasks=tasks, source=f"store:{store.path}#{run_id}")
 
-    # DuckDB's cursor is the connection itself: ``fetch`` runs its queries on the store's snapshot, and the
-    # whole load is retried on a fresh one if a live journal is rolled into a segment meanwhile.
-    return store.query("SELECT 1", None, fetch)
+    # ``fetch`` runs its queries on the store's snapshot, and the whole load is retried on a fresh one if a live
+    # journal is rolled into a segment meanwhile.
+    return store.on_connection(fetch)
 
 
 # ---- from an exported directory --------------------------------------------------------------------
@@ -254,7 +255,7 @@ def _frames(
     if materialize:
         con.execute(f"CREATE OR REPLACE TEMP TABLE nel_src AS {src}", src_params)
         src, src_params = "SELECT * FROM nel_src", {}
-    attempts = con.execute(f"""
+    attempts = polars_frame(con, f"""
         SELECT task_id::VARCHAR AS task_id, task_idx::BIGINT AS task_idx, repeat::BIGINT AS repeat,
                reward::DOUBLE AS reward, passed::BOOLEAN AS passed,
                coalesce(failure_category IN ({_ERRORS_SQL}), false) AS error,
@@ -263,7 +264,7 @@ def _frames(
                completion_tokens::BIGINT AS completion_tokens, total_tokens::BIGINT AS total_tokens,
                response_chars::BIGINT AS response_chars, sd_category::VARCHAR AS sd_category, hash(metadata) AS nel_mh
         FROM ({src}) ORDER BY task_idx, repeat
-    """, src_params).pl()
+    """, src_params)
     merged = ("CASE WHEN t.metadata IS NULL OR m.metadata = t.metadata THEN m.metadata WHEN m.metadata IS NULL "
               "THEN t.metadata ELSE json_merge_patch(t.metadata, m.metadata) END" if merge_tasks else "m.metadata")
     base = "LEFT JOIN tasks t ON t.task_id = m.task_id" if merge_tasks else ""
@@ -280,9 +281,9 @@ def _frames(
     names = _column_names(keys)
     meta = ", json_transform(coalesce(metadata, '{}'), $shape) AS meta" if keys else ""
     shape = {"shape": json.dumps(dict.fromkeys(keys, "VARCHAR"))} if keys else {}
-    metas = _unpack(con.execute(f"SELECT task_idx, nel_mh, true AS nel_hit{meta} FROM nel_meta", shape).pl(), names)
-    listed = _unpack(con.execute(f"SELECT task_id::VARCHAR AS task_id, task_idx::BIGINT AS task_idx{meta} "
-                                 f"FROM ({tasks_sql}) ORDER BY task_idx", {**tasks_params, **shape}).pl(), names)
+    metas = _unpack(polars_frame(con, f"SELECT task_idx, nel_mh, true AS nel_hit{meta} FROM nel_meta", shape), names)
+    listed = _unpack(polars_frame(con, f"SELECT task_id::VARCHAR AS task_id, task_idx::BIGINT AS task_idx{meta} "
+                                  f"FROM ({tasks_sql}) ORDER BY task_idx", {**tasks_params, **shape}), names)
     con.execute("DROP TABLE nel_meta" + ("; DROP TABLE nel_src" if materialize else ""))
     attempts = attempts.join(metas, on=["task_idx", "nel_mh"], how="left", maintain_order="left")
     attempts = _fill_unmatched(attempts, listed, names).drop("nel_mh", "nel_hit")

@@ -35,26 +35,6 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a fraction from 0 to 1, got {text!r}") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"expected a fraction from 0 to 1, got {text!r}")
-    return value
-
-
-def _range(text: str) -> tuple[int, int]:
-    try:
-        start, end = (int(p) for p in text.split(":"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected START:END (e.g. 0:100), got {text!r}") from None
-    if start < 0 or end <= start:
-        raise argparse.ArgumentTypeError(f"expected 0 <= START < END, got {text!r}")
-    return start, end
-
-
 def _benchmark_file_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--benchmark-file", action="append", metavar="FILE.py",
                    help="load @benchmark definitions from a Python file (repeatable)")
@@ -69,42 +49,23 @@ def _store_arg(p: argparse.ArgumentParser) -> None:
 
 
 def _add_eval_run(sub: argparse._SubParsersAction) -> None:
+    from workbench.spec.flags import add_spec_flags
+
     p = sub.add_parser(
         "run",
         help="evaluate a model on a benchmark (flags) or a suite (a YAML config), every step into the store",
         description="Either name one benchmark and model with flags, or give a YAML config in NeMo Evaluator's "
-        "schema (services, benchmarks, output) and adjust it with -O dot.path=value.",
+        "schema (services, benchmarks, output) and adjust it with -O dot.path=value. Both describe the same run "
+        "specification (`nel config schema` prints it).",
     )
     p.add_argument("config", nargs="?", help="YAML config file (instead of -b/--model-url/--model-id)")
     p.add_argument("-O", "--override", action="append", metavar="DOT.PATH=VALUE",
                    help="override a config value, e.g. -O benchmarks.0.repeats=8 (repeatable)")
-    p.add_argument("-b", "--bench", metavar="NAME", help="benchmark name (see `nel list`) or a BYOB .py file")
-    _benchmark_file_arg(p)
-    p.add_argument("--repeats", type=_positive_int, help="attempts per problem (default: the benchmark's)")
-    p.add_argument("--max-problems", type=_positive_int, metavar="N", help="evaluate only the first N problems")
-    p.add_argument("--problem-range", type=_range, metavar="START:END", help="evaluate problems START..END-1")
-    m = p.add_argument_group("model")
-    m.add_argument("--model-url", help="OpenAI-compatible base URL (…/v1) or full endpoint URL")
-    m.add_argument("--model-id", metavar="NAME", help="model name sent in each request")
-    m.add_argument("--api-key", help="API key (prefer $NEMO_API_KEY or $OPENAI_API_KEY: never stored)")
-    m.add_argument("--protocol", choices=("chat_completions", "completions", "responses"),
-                   help="endpoint protocol (default: from the URL, else chat_completions)")
-    m.add_argument("--system-prompt", help="system prompt sent before each problem")
-    m.add_argument("--temperature", type=float)
-    m.add_argument("--top-p", type=float)
-    m.add_argument("--max-tokens", type=_positive_int)
-    m.add_argument("--seed", type=int, help="sampling seed; attempt r of a problem is sent seed + r")
-    m.add_argument("--stop", action="append", metavar="TEXT", help="stop sequence (repeatable)")
-    m.add_argument("--request-timeout", type=float, metavar="SECONDS", help="per request (default 120)")
-    m.add_argument("--max-retries", type=int, help="retries on 429, 5xx, timeouts (default 5)")
+    add_spec_flags(p, store_default=os.environ.get("NEL_STORE"))
     e = p.add_argument_group("execution")
-    e.add_argument("--max-concurrent", type=_positive_int, help="requests in flight (default 64)")
-    e.add_argument("--sandbox", choices=("docker", "local"),
-                   help="a sandbox per attempt, for benchmarks that run code or give an agent tools (humaneval, "
-                        "file_tasks): docker (a container; the default limits of docs/sandbox.md) or local "
-                        "(a subprocess with rlimits: weaker isolation); a config sets every limit")
-    e.add_argument("--output-dir", help=f"default {DEFAULT_OUTPUT_DIR}/")
-    _store_arg(e)
+    e.add_argument("--spec", metavar="FILE.json|env",
+                   help="run a JSON run specification (what workers are given; `env`: the one in $NEL_RUN_SPEC) "
+                        "instead of a config file or the flags")
     e.add_argument(
         "--resume",
         action="store_true",
@@ -114,10 +75,6 @@ def _add_eval_run(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--retry-errors", action="store_true",
                    help="with --resume: attempt again the steps that ended in a transport or server failure "
                         "(429, 5xx, timeouts, dropped connections); the earlier attempts are kept in superseded_steps")
-    e.add_argument("--max-error-rate", type=_fraction, metavar="X",
-                   help="the run fails (exit 1) when more than this fraction of its attempts reached no verdict "
-                        "(transport, server or scorer errors; default 0.5; 1 never fails on errors)")
-    e.add_argument("--run-id", help="name the run (all shards of a sharded run share it)")
     e.add_argument("--no-progress", action="store_true", help="no live progress bar")
     w = p.add_argument_group("workers")
     w.add_argument("--shards", type=_positive_int, metavar="N",
@@ -292,6 +249,16 @@ def build_parser() -> argparse.ArgumentParser:
     gym.add_argument("--model-id", metavar="NAME", help="model name to record (default: from the rows)")
     _store_arg(gym)
     gym.set_defaults(func=_handler("import_gym", "cmd_import_gym"))
+
+    cfg = sub.add_parser("config", help="the run specification: its JSON Schema, or a config file checked")
+    cfg_sub = cfg.add_subparsers(dest="config_command", metavar="SUBCOMMAND", required=True)
+    schema = cfg_sub.add_parser("schema", help="print the JSON Schema of a config file (point your editor at it)")
+    schema.set_defaults(func=_handler("config_cmd", "cmd_config_schema"))
+    check = cfg_sub.add_parser("check", help="validate a config file (and -O overrides) without running it")
+    check.add_argument("config", metavar="CONFIG.yaml")
+    check.add_argument("-O", "--override", action="append", metavar="DOT.PATH=VALUE")
+    check.add_argument("--json", action="store_true", help="print the resolved specification as JSON (no secret)")
+    check.set_defaults(func=_handler("config_cmd", "cmd_config_check"))
 
     tui = sub.add_parser("tui", help="the terminal UI: runs, live progress, sometimes-pass tasks, trajectory diffs")
     _store_arg(tui)

@@ -7,8 +7,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from workbench.cli.eval_run import execute_run
-from workbench.model.config import ModelConfig
+from workbench.cli.eval_run import run_here
+from workbench.spec import MAIN, validate
 
 
 def _nel_command() -> str:
@@ -32,19 +32,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print("nel demo: starting the built-in mock model (a labelled test model, not a real LLM)", file=sys.stderr)
     with mock_model() as mock:
         print(f"nel demo: mock model at {mock.base_url}", file=sys.stderr)
-        code = execute_run(
-            bench="gsm8k",
-            model=ModelConfig(url=mock.base_url, model_id="nel-mock"),
-            store=store,
-            output_dir=output,
-            repeats=args.repeats,
-            max_problems=args.problems,
-            problem_range=None,
-            max_concurrent=64,
-            resume=False,
-            run_id=None,
-            show_progress=not args.no_progress,
-        )
+        spec = validate({"services": {MAIN: {"url": mock.base_url, "model": "nel-mock"}},
+                         "benchmarks": [{"name": "gsm8k", "repeats": args.repeats, "max_problems": args.problems}],
+                         "output": {"dir": str(output), "store": str(store)}})
+        code = run_here(spec, show_progress=not args.no_progress)
     print("nel demo: mock model stopped", file=sys.stderr)
     nel = _nel_command()
     print(

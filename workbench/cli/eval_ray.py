@@ -7,66 +7,27 @@ import os
 import sys
 from pathlib import Path
 
-from workbench.cli import DEFAULT_OUTPUT_DIR
-from workbench.cli.eval_run import check_run_args, read_summary
-from workbench.cli.paths import store_path
+from workbench.cli.eval_run import check_run_args, read_summary, run_spec
 from workbench.errors import UsageError
 from workbench.secrets import url_has_credentials
+from workbench.spec import RunSpec
+from workbench.spec.io import secret_env, spec_json
+from workbench.spec.models import Output
 from workbench.workers.ray_engine import RayJob, ShardOutcome, run_shards_on_ray
 
-# Flags passed through to every shard as given (``--api-key`` is not: it reaches the tasks as $NEMO_API_KEY).
-_VALUE_FLAGS = (
-    ("repeats", "--repeats"), ("max_problems", "--max-problems"), ("model_url", "--model-url"),
-    ("model_id", "--model-id"), ("protocol", "--protocol"), ("system_prompt", "--system-prompt"),
-    ("temperature", "--temperature"), ("top_p", "--top-p"), ("max_tokens", "--max-tokens"), ("seed", "--seed"),
-    ("request_timeout", "--request-timeout"), ("max_retries", "--max-retries"),
-    ("max_concurrent", "--max-concurrent"), ("run_id", "--run-id"), ("sandbox", "--sandbox"),
-    ("max_error_rate", "--max-error-rate"),
-)
 
-
-def _absolute(path: str) -> str:
+def _absolute(path: str | Path) -> str:
     """A path as every node sees it when the filesystem is shared: absolute, not relative to this shell."""
     return str(Path(path).expanduser().resolve())
 
 
-def shard_argv(args: argparse.Namespace, store: Path, output_dir: Path) -> list[str]:
-    """The ``nel eval run`` command line every shard runs: the driver's own, with absolute paths."""
-    if args.config:
-        argv = ["eval", "run", _absolute(args.config)]
-        for override in args.override or ():
-            argv += ["-O", override]
-    else:
-        bench = args.bench
-        argv = ["eval", "run", "-b", _absolute(bench) if bench.endswith(".py") else bench]
-        for path in args.benchmark_file or ():
-            argv += ["--benchmark-file", _absolute(path)]
-        if args.problem_range is not None:
-            argv += ["--problem-range", f"{args.problem_range[0]}:{args.problem_range[1]}"]
-        for dest, flag in _VALUE_FLAGS:
-            value = getattr(args, dest, None)
-            if value is not None:
-                argv += [flag, str(value)]
-        for stop in args.stop or ():
-            argv += ["--stop", stop]
-        argv += ["--store", str(store), "--output-dir", str(output_dir)]
-    if args.resume:
-        argv.append("--resume")
-    if args.retry_errors:
-        argv.append("--retry-errors")
-    return [*argv, "--no-progress"]
-
-
-def _where(args: argparse.Namespace) -> tuple[Path, Path]:
-    """The store and output directory of the run (a config file names its own), made absolute."""
-    if args.config:
-        from workbench.config import load_config
-
-        config, _ = load_config(Path(args.config), args.override or ())
-        output_dir = Path(_absolute(str(config.output_dir)))
-        return Path(_absolute(str(config.store or output_dir / "nel.duckdb"))), output_dir
-    output_dir = Path(_absolute(args.output_dir or DEFAULT_OUTPUT_DIR))
-    return Path(_absolute(str(store_path(args)))), output_dir
+def shard_spec(spec: RunSpec) -> RunSpec:
+    """The spec every Ray shard runs: the driver's, with the paths every node must read made absolute."""
+    output = Output(dir=_absolute(spec.output_dir), store=_absolute(spec.store_path))
+    benchmarks = [b.model_copy(update={"name": _absolute(b.name)}) if b.name.endswith(".py") else b
+                  for b in spec.benchmarks]
+    return spec.model_copy(update={"output": output, "benchmarks": benchmarks,
+                                   "benchmark_files": tuple(_absolute(f) for f in spec.benchmark_files)})
 
 
 def _say(outcome: ShardOutcome) -> None:
@@ -81,17 +42,18 @@ def cmd_eval_ray(args: argparse.Namespace) -> int:
     check_run_args(args)
     if args.model_url and url_has_credentials(args.model_url):
         raise UsageError("--model-url: carries credentials (user:password@ or a key in its query string), which "
-                         "every Ray task's arguments would show; pass the key in $NEMO_API_KEY, or run a config "
-                         "file whose url reads it from the environment (url: ...?key=${VAR})")
+                         "every Ray task's specification would show; pass the key in $NEMO_API_KEY, or run a "
+                         "config file whose url reads it from the environment (url: ...?key=${VAR})")
     shards = getattr(args, "shards", None) or 1
-    store, output_dir = _where(args)
+    spec = shard_spec(run_spec(args))
+    store, output_dir = spec.store_path, spec.output_dir
     store.parent.mkdir(parents=True, exist_ok=True)
-    secrets = {"NEMO_API_KEY": args.api_key} if getattr(args, "api_key", None) else None
-    job = RayJob(argv=tuple(shard_argv(args, store, output_dir)), store=store, output_dir=output_dir,
-                 shards=shards, address=getattr(args, "ray_address", None), cwd=Path.cwd())
+    flags = tuple(flag for flag, on in (("--resume", args.resume), ("--retry-errors", args.retry_errors)) if on)
+    job = RayJob(spec=spec_json(spec), flags=flags, store=store, output_dir=output_dir, shards=shards,
+                 address=getattr(args, "ray_address", None), cwd=Path.cwd())
     where = job.address or os.environ.get("RAY_ADDRESS") or "a local Ray cluster"
     print(f"nel: {shards} shard task{'s' if shards > 1 else ''} on {where}; store {store}", file=sys.stderr)
-    result = run_shards_on_ray(job, secrets=secrets, on_outcome=_say)
+    result = run_shards_on_ray(job, secrets=secret_env(spec), on_outcome=_say)
     if result.failed:
         for o in result.failed:
             print(f"nel: shard {o.idx} failed on node {o.node}: {o.last_line}"

@@ -1,89 +1,31 @@
-"""``nel eval run`` and ``nel eval merge``."""
+"""``nel eval run`` (flags or a config file) and ``nel eval reverify``: parse, build the ``RunSpec``, call the
+composition root (``workbench.runs``) for each benchmark, print."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import os
 import signal
 import sys
-import tempfile
-from collections.abc import Coroutine, Sequence
-from dataclasses import asdict
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-import orjson
-
-from workbench.analysis.artifacts import atomic_open, export_run, run_summary
-from workbench.analysis.run_summary import RunSummary, summarize
-from workbench.cli import DEFAULT_OUTPUT_DIR
 from workbench.cli.paths import store_path
 from workbench.cli.progress import progress_bar
 from workbench.cli.render import render_summary
-from workbench.engine import RunProgress, RunResult, Shard, run_evaluation, shard_from_env
-from workbench.engine.metrics import MetricSpec, MetricSuite
+from workbench.engine import RunProgress, RunResult, Shard
 from workbench.engine.plan import RunPlan
-from workbench.engine.run import DEFAULT_MAX_ERROR_RATE
-from workbench.environments import EvalEnvironment, get_environment
-from workbench.errors import UsageError, path_error
-from workbench.limits import MAX_CONCURRENT, MAX_REPEATS
-from workbench.model.config import ModelConfig, infer_protocol
-from workbench.sandbox.spec import SandboxSpec
-from workbench.solvers import SimpleSolver
-from workbench.solvers.tool_calling import ToolCallingSettings, ToolCallingSolver
+from workbench.errors import NelError, UsageError
+from workbench.runs import BenchmarkOutcome, Observer, OnStart, read_summary, run_benchmark
+from workbench.spec import RunSpec
+from workbench.spec.flags import spec_flags, spec_from_flags
+from workbench.spec.io import write_result
 from workbench.store import open_store
 
-T = TypeVar("T")
-
-
-def run_async(coro: Coroutine[Any, Any, T]) -> T:
-    """Run on uvloop where available: the engine's hot loop is mostly event-loop overhead."""
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.run(coro)
-    return uvloop.run(coro)
-
-
-def model_config(args: argparse.Namespace) -> ModelConfig:
-    api_key = args.api_key or os.environ.get("NEMO_API_KEY") or os.environ.get("OPENAI_API_KEY")
-    protocol = args.protocol or infer_protocol(args.model_url) or "chat_completions"
-    return ModelConfig(
-        url=args.model_url,
-        model_id=args.model_id,
-        protocol=protocol,
-        api_key=api_key,
-        system_prompt=args.system_prompt,
-        temperature=args.temperature,
-        top_p=args.top_p,
-        max_tokens=args.max_tokens,
-        seed=args.seed,
-        stop=tuple(args.stop) if args.stop else None,
-        request_timeout=120.0 if args.request_timeout is None else args.request_timeout,
-        max_retries=5 if args.max_retries is None else args.max_retries,
-    )
-
-
-def read_summary(store: Path, run_id: str, shard: Shard | None = None) -> RunSummary:
-    """Recompute a run's (or one shard's) summary from its steps in the store."""
-    s = open_store(store)
-    runs = s.rows("SELECT n_tasks, n_repeats FROM runs WHERE run_id = ?", [run_id])
-    if not runs:
-        raise UsageError(f"{store}: no run {run_id!r}")
-    n_tasks, n_repeats = int(runs[0][0]), int(runs[0][1])
-    if shard is None or not shard.sharded:
-        return run_summary(s, {"run_id": run_id, "n_tasks": n_tasks, "n_repeats": n_repeats})
-    bounds = s.rows(
-        "SELECT problem_start, problem_end FROM run_shards WHERE run_id = ? AND shard_idx = ?", [run_id, shard.idx]
-    )
-    n_tasks = int(bounds[0][1] - bounds[0][0]) if bounds else 0
-    o = s.run_outcomes(run_id, shard.idx)
-    return summarize(
-        run_id, n_tasks=n_tasks, n_repeats=n_repeats, attempts=o.attempts, passes=o.passes,
-        latency_ms=o.latency_ms, failures=o.failures, tokens=o.tokens, errors=o.errors,
-    )
+__all__ = ["check_run_args", "cmd_eval_reverify", "cmd_eval_run", "read_summary", "run_spec"]
 
 
 def metric_lines(store: Path, run_id: str, names: Sequence[str]) -> list[str]:
@@ -103,188 +45,40 @@ def metric_lines(store: Path, run_id: str, names: Sequence[str]) -> list[str]:
     return lines
 
 
-def write_summary_json(output_dir: Path, summary: RunSummary, result: RunResult | None, name: str) -> Path:
-    folder = output_dir / "runs" / summary.run_id
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise path_error(folder, exc, "make the run's directory") from None
-    data = asdict(summary)
-    data["pass_at_k"] = {str(k): asdict(v) for k, v in summary.pass_at_k.items()}
-    data["latency_ms"] = {f"p{k}": v for k, v in summary.latency_ms.items()}
-    if result is not None:
-        data["status"] = result.status
-        data["elapsed_s"] = result.elapsed_s
-        data["steps_per_s"] = result.steps_written / result.elapsed_s if result.elapsed_s else None
-        data["store"] = str(result.store)
-    path = folder / name
-    with atomic_open(path) as fh:  # whole or absent: a full disk must not leave a zero-byte summary.json behind
-        fh.write(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY))
-    return path
+def run_spec(args: argparse.Namespace) -> RunSpec:
+    """The ``RunSpec`` the command line describes: a config file with its ``-O`` overrides, or the flags (the API
+    key, when not given, from $NEMO_API_KEY or $OPENAI_API_KEY)."""
+    if getattr(args, "spec", None):
+        from workbench.spec.io import read_spec
 
+        return read_spec(args.spec)
+    if args.config:
+        from workbench.spec import load_config
 
-def launch_config() -> dict[str, str]:
-    """The background launch this process works for (``NEL_LAUNCH_ID``, set by its supervisor), if any:
-    recorded with the run so the launch can find the runs of a config file it started."""
-    launch_id = os.environ.get("NEL_LAUNCH_ID")
-    return {"launch_id": launch_id} if launch_id else {}
-
-
-async def _run_with_signals(coro: Coroutine[Any, Any, T]) -> T:
-    """Treat SIGTERM like Ctrl-C: cancel the run so it records itself as interrupted."""
-    task = asyncio.ensure_future(coro)
-    loop = asyncio.get_running_loop()
-    with contextlib.suppress(NotImplementedError, RuntimeError):
-        loop.add_signal_handler(signal.SIGTERM, task.cancel)
-    try:
-        return await task
-    finally:
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.remove_signal_handler(signal.SIGTERM)
-
-
-def execute_run(
-    *, bench: str, model: ModelConfig, store: Path, output_dir: Path, repeats: int | None,
-    max_problems: int | None, problem_range: tuple[int, int] | None, max_concurrent: int, resume: bool,
-    run_id: str | None, show_progress: bool, resume_key: str | None = None,
-    metrics: Sequence[MetricSpec] | None = None, sandbox: SandboxSpec | None = None,
-    tools: ToolCallingSettings | None = None, sandbox_tools: bool = True, server_tools: bool = False,
-    max_error_rate: float = DEFAULT_MAX_ERROR_RATE, retry_errors: bool = False,
-) -> int:
-    """One benchmark, start to end. ``tools``: the tool-calling solver, with the sandbox's tools
-    (``sandbox_tools``) and/or the benchmark's own Gym resources server's tools (``server_tools``).
-
-    Every file (summary, export) is written before anything is printed: a closed standard output (``| head``)
-    must not cost the run its artifacts."""
-    writable_dir(output_dir, "output directory")
-    writable_dir(store.parent, "store directory")
-    env = get_environment(bench)
-    suite = None if metrics is None else MetricSuite(env, metrics)
-    n_repeats = repeats or int(env.describe().get("default_repeats", 1) or 1)
-    shard = shard_from_env()
-    if tools is None and env.describe().get("solver") == "tool_calling":
-        tools = ToolCallingSettings(response_mode="sandbox_artifact")  # an agentic benchmark: its own loop
-    solver = SimpleSolver(model) if tools is None else ToolCallingSolver(model, tools)
-    if tools is not None and server_tools:
-        offer = getattr(env, "offer_tools", None)
-        if not callable(offer):
-            raise UsageError(f"{bench}: only a gym:// benchmark (protocol=native) offers its server's tools")
-        offer()
-    elif tools is not None and sandbox_tools and sandbox is None:
-        raise UsageError(f"{bench}: an agent's tools act on a sandbox: give the run one (--sandbox docker|local, "
-                         "or sandbox: in a config)")
-
-    async def go() -> RunResult:
-        if sandbox is None:
-            return await evaluate(env)
-        from workbench.environments.sandboxed import Sandboxed
-        from workbench.sandbox import open_sandboxes
-
-        async with open_sandboxes(sandbox) as sandboxes:
-            await sandboxes.preflight()
-            return await evaluate(Sandboxed(env, sandboxes, tools=tools is not None and sandbox_tools,
-                                            response_mode=tools.response_mode if tools else "final_message"))
-
-    async def evaluate(env: EvalEnvironment) -> RunResult:
-        async with progress_bar(show_progress, bench) as holder:
-            def on_start(progress: RunProgress, plan: RunPlan) -> None:
-                holder.append(progress)
-                where = f" shard {shard.idx + 1}/{shard.total}," if shard.sharded else ""
-                verb = "resuming" if plan.done or plan.retry else "starting"
-                notes = ([f"{len(plan.done)} already done"] if plan.done else []) + (
-                    [f"{len(plan.retry)} errored, attempted again"] if plan.retry else [])
-                print(
-                    f"nel: {verb} run {plan.run_id}:{where} {bench} problems {plan.shard_start}..{plan.shard_end - 1}"
-                    f" x {plan.n_repeats} repeats = {plan.shard_steps} steps"
-                    + (f" ({'; '.join(notes)})" if notes else ""),
-                    file=sys.stderr,
-                )
-
-            return await _run_with_signals(run_evaluation(
-                env, solver, store=store, n_repeats=n_repeats, max_problems=max_problems,
-                problem_range=problem_range, max_concurrent=max_concurrent, shard=shard, run_id=run_id,
-                resume=resume, resume_key=resume_key,
-                config={"request_timeout": model.request_timeout, "max_retries": model.max_retries,
-                        "max_error_rate": max_error_rate, **launch_config()},
-                on_start=on_start, metrics=suite, max_error_rate=max_error_rate, retry_errors=retry_errors,
-            ))
-
-    try:
-        result = run_async(go())
-    except asyncio.CancelledError:
-        print("nel: run interrupted; completed steps are kept; rerun with --resume to continue", file=sys.stderr)
-        return 130
-    summary = read_summary(store, result.run_id, shard)
-    name = f"summary-shard-{shard.idx}.json" if shard.sharded else "summary.json"
-    path = write_summary_json(output_dir, summary, result, name)
-    export = None
-    if result.ingested and not shard.sharded:
-        export = export_run(store, result.run_id, output_dir / "runs" / result.run_id)
-    lines = [render_summary(summary, store=store, title=_run_title(result, shard))]
-    if suite is not None and not shard.sharded:
-        lines += metric_lines(store, result.run_id, suite.names)
-    lines.append(f"  summary  {path}")
-    if export is not None:
-        lines.append(f"  export   {export.bundle} (+ results, trajectories, runtime stats, failure analysis)")
-    if shard.sharded:
-        lines.append(f"  next     when all {shard.total} shards are done: nel eval merge {store}")
-    print("\n".join(lines))
-    if result.error is not None:
-        print(f"nel: run {result.run_id} failed: {result.error}", file=sys.stderr)
-    return 0 if result.status == "complete" else 1
-
-
-def _run_title(result: RunResult, shard: Shard) -> str:
-    """The summary's first line: what ended how, led by the errored attempts when there are any."""
-    rate = result.steps_written / result.elapsed_s if result.elapsed_s > 0 else 0.0
-    what = f"shard {shard.idx + 1}/{shard.total} of run" if shard.sharded else "run"
-    errors = (f"{result.n_errors} of {result.n_steps} attempts errored (no verdict); " if result.n_errors else "")
-    return (
-        f"{what} {result.run_id} {result.status}: {errors}{result.steps_written} new steps in "
-        f"{result.elapsed_s:.1f} s ({rate:,.0f} steps/s)"
-        + (f", {result.steps_skipped} kept from before" if result.steps_skipped else "")
-    )
-
-
-def writable_dir(path: Path, what: str) -> Path:
-    """``path`` as a directory this process can write, made if missing; else one line naming it (exit 2)."""
-    if path.exists() and not path.is_dir():
-        raise UsageError(f"{path}: the {what} is a file, not a directory")
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(prefix=".nel-write-check-", dir=path)
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        raise path_error(path, exc, f"write to the {what}") from None
-    return path
-
-
-_FLAG_ONLY = {
-    "bench": "-b/--bench", "repeats": "--repeats", "max_problems": "--max-problems", "problem_range": "--problem-range",
-    "model_url": "--model-url", "model_id": "--model-id", "api_key": "--api-key", "protocol": "--protocol",
-    "system_prompt": "--system-prompt", "temperature": "--temperature", "top_p": "--top-p",
-    "max_tokens": "--max-tokens", "seed": "--seed", "stop": "--stop", "store": "--store", "run_id": "--run-id",
-    "request_timeout": "--request-timeout", "max_retries": "--max-retries", "max_concurrent": "--max-concurrent",
-    "output_dir": "--output-dir", "benchmark_file": "--benchmark-file", "sandbox": "--sandbox",
-    "max_error_rate": "--max-error-rate",
-}
+        spec, _ = load_config(Path(args.config), args.override or ())
+        return spec
+    if not getattr(args, "api_key", None):
+        args.api_key = os.environ.get("NEMO_API_KEY") or os.environ.get("OPENAI_API_KEY")
+    return spec_from_flags(args)
 
 
 def check_run_args(args: argparse.Namespace) -> None:
     """A config file or the flags, never both, and what each needs: the same rules wherever the run goes."""
+    if getattr(args, "spec", None):
+        given = [flag for flag in ("a config file" if args.config else "", "-O" if args.override else "") if flag]
+        given += [field.flag.flag for field in spec_flags() if getattr(args, field.dest, None) is not None
+                  and not (field.dest == "store" and args.store == os.environ.get("NEL_STORE"))]
+        if given:
+            raise UsageError(f"--spec: not with {', '.join(given)}; the specification holds the whole run")
+        return
     if args.config:
-        given = [flag for dest, flag in _FLAG_ONLY.items() if getattr(args, dest) is not None
-                 and not (dest == "store" and args.store == os.environ.get("NEL_STORE"))]
+        given = [field.flag.flag for field in spec_flags() if getattr(args, field.dest, None) is not None
+                 and not (field.dest == "store" and args.store == os.environ.get("NEL_STORE"))]
         if given:
             raise UsageError(f"{', '.join(given)}: not with a config file; set it in the config or with -O")
         return
     if args.override:
         raise UsageError("-O: overrides apply to a config file; give one, or use the flags")
-    if args.repeats is not None:
-        MAX_REPEATS.check("--repeats", args.repeats)
-    if args.max_concurrent is not None:
-        MAX_CONCURRENT.check("--max-concurrent", args.max_concurrent)
     missing = [flag for dest, flag in (("bench", "-b/--bench"), ("model_url", "--model-url"),
                                       ("model_id", "--model-id")) if not getattr(args, dest)]
     if missing:
@@ -293,16 +87,21 @@ def check_run_args(args: argparse.Namespace) -> None:
 
 def _refuse_cluster_config(args: argparse.Namespace) -> None:
     """A config that runs on a SLURM cluster brings its own shards: refuse local or Ray ones up front."""
-    from workbench.config import load_config
-
-    config, _ = load_config(Path(args.config), args.override or ())
-    if config.cluster is not None and config.cluster.type == "slurm":
+    spec = run_spec(args)
+    if not spec.runs_here:
         raise UsageError(f"{args.config}: cluster.type is slurm, so the config runs as a SLURM job array of "
                          "cluster.shards shards; --shards, --background and --engine ray do not apply "
                          "(add -O cluster.type=local to run it here instead)")
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def cmd_eval_run(args: argparse.Namespace) -> int:
+    # SIGTERM (`nel eval stop`, a scheduler's preemption) is Ctrl-C from the first moment: a worker stopped while
+    # it still starts up exits 130 (stopped), not killed; once the run loop runs, it records itself as interrupted.
+    signal.signal(signal.SIGTERM, _interrupt)
     engine = getattr(args, "engine", None) or "local"
     background, shards = getattr(args, "background", False), getattr(args, "shards", None)
     if getattr(args, "ray_address", None) and engine != "ray":
@@ -326,27 +125,102 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
         from workbench.cli.eval_workers import run_with_workers
 
         return run_with_workers(args)
-    if args.config:
-        from workbench.cli.eval_config import cmd_eval_config
+    spec = run_spec(args)
+    if not spec.runs_here:  # SLURM: write (and submit) the scripts; the shards run elsewhere
+        from workbench.cli.eval_slurm import cmd_eval_slurm
 
-        return cmd_eval_config(args)
-    from workbench.cli.misc import resolve_bench
+        return cmd_eval_slurm(args, spec)
+    return run_here(spec, resume=args.resume, retry_errors=args.retry_errors, show_progress=not args.no_progress)
 
-    return execute_run(
-        bench=resolve_bench(args.bench, args.benchmark_file),
-        model=model_config(args),
-        store=store_path(args),
-        output_dir=Path(args.output_dir or DEFAULT_OUTPUT_DIR),
-        repeats=args.repeats,
-        max_problems=args.max_problems,
-        problem_range=args.problem_range,
-        max_concurrent=args.max_concurrent or 64,
-        resume=args.resume,
-        run_id=args.run_id,
-        show_progress=not args.no_progress,
-        sandbox=None if args.sandbox is None else SandboxSpec(type=args.sandbox),
-        max_error_rate=DEFAULT_MAX_ERROR_RATE if args.max_error_rate is None else args.max_error_rate,
-        retry_errors=args.retry_errors,
+
+def run_here(spec: RunSpec, *, resume: bool = False, retry_errors: bool = False, show_progress: bool = True) -> int:
+    """Every benchmark of ``spec`` in turn, on this machine. In a suite (a config file) one that fails does not
+    stop the others, and the exit code is 1 if any did not complete; Ctrl-C stops the suite (130)."""
+    suite = spec.source is not None
+    outcomes: list[tuple[str, str]] = []
+    run_ids: list[str] = []  # reported as they start (workers: $NEL_RESULT_FILE), for whoever launched them
+    for bench in spec.benchmarks:
+        label = f"{bench.path} ({bench.name})"
+        if suite:
+            print(f"nel: === {label} on service {bench.service!r} ===", file=sys.stderr)
+        try:
+            outcome = run_benchmark(spec, bench, resume=resume, retry_errors=retry_errors,
+                                    observer=_observer(show_progress, run_ids))
+        except asyncio.CancelledError:
+            write_result(run_ids, "interrupted")
+            print("nel: run interrupted; completed steps are kept; rerun with --resume to continue", file=sys.stderr)
+            return 130
+        except NelError as exc:
+            if not suite:
+                raise
+            print(f"nel: error: {label}: {exc}", file=sys.stderr)  # one failing benchmark does not stop the others
+            outcomes.append((label, f"failed: {exc}"))
+            continue
+        print_outcome(outcome, spec.store_path)
+        code = 0 if outcome.ok else 1
+        outcomes.append((label, "complete" if code == 0 else f"incomplete (exit {code})"))
+    if len(outcomes) > 1:
+        print("\nsuite:")
+        for label, text in outcomes:
+            print(f"  {label}: {text}")
+    failed = sum(not text.startswith("complete") for _, text in outcomes)
+    write_result(run_ids, "failed" if failed else "complete")
+    if failed and suite:
+        print(f"nel: {failed} of {len(outcomes)} benchmarks did not complete", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _observer(show_progress: bool, run_ids: list[str]) -> Observer:
+    """The CLI watching a run: a progress bar on a terminal, a line saying what starts, and the run's id in the
+    result file of a worker."""
+
+    @asynccontextmanager
+    async def observe(label: str) -> AsyncIterator[OnStart | None]:
+        async with progress_bar(show_progress, label) as holder:
+            def on_start(progress: RunProgress, plan: RunPlan) -> None:
+                holder.append(progress)
+                if plan.run_id not in run_ids:
+                    run_ids.append(plan.run_id)
+                    write_result(run_ids, "running")
+                shard = plan.shard
+                where = f" shard {shard.idx + 1}/{shard.total}," if shard.sharded else ""
+                verb = "resuming" if plan.done or plan.retry else "starting"
+                notes = ([f"{len(plan.done)} already done"] if plan.done else []) + (
+                    [f"{len(plan.retry)} errored, attempted again"] if plan.retry else [])
+                print(f"nel: {verb} run {plan.run_id}:{where} {label} problems {plan.shard_start}.."
+                      f"{plan.shard_end - 1} x {plan.n_repeats} repeats = {plan.shard_steps} steps"
+                      + (f" ({'; '.join(notes)})" if notes else ""), file=sys.stderr)
+
+            yield on_start
+
+    return observe
+
+
+def print_outcome(outcome: BenchmarkOutcome, store: Path) -> None:
+    """The run's summary, its files, and why it failed if it did (written already: printing costs nothing)."""
+    result, shard = outcome.result, outcome.result.shard
+    lines = [render_summary(outcome.summary, store=store, title=_run_title(result, shard))]
+    if outcome.metric_names is not None and not shard.sharded:
+        lines += metric_lines(store, result.run_id, outcome.metric_names)
+    lines.append(f"  summary  {outcome.summary_path}")
+    if outcome.export is not None:
+        lines.append(f"  export   {outcome.export.bundle} (+ results, trajectories, runtime stats, failure analysis)")
+    if shard.sharded:
+        lines.append(f"  next     when all {shard.total} shards are done: nel eval merge {store}")
+    print("\n".join(lines))
+    if result.error is not None:
+        print(f"nel: run {result.run_id} failed: {result.error}", file=sys.stderr)
+
+
+def _run_title(result: RunResult, shard: Shard) -> str:
+    """The summary's first line: what ended how, led by the errored attempts when there are any."""
+    rate = result.steps_written / result.elapsed_s if result.elapsed_s > 0 else 0.0
+    what = f"shard {shard.idx + 1}/{shard.total} of run" if shard.sharded else "run"
+    errors = (f"{result.n_errors} of {result.n_steps} attempts errored (no verdict); " if result.n_errors else "")
+    return (
+        f"{what} {result.run_id} {result.status}: {errors}{result.steps_written} new steps in "
+        f"{result.elapsed_s:.1f} s ({rate:,.0f} steps/s)"
+        + (f", {result.steps_skipped} kept from before" if result.steps_skipped else "")
     )
 
 

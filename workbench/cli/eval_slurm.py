@@ -13,9 +13,11 @@ import shlex
 import time
 from pathlib import Path
 
-from workbench.config import EvalConfig
 from workbench.engine import shard_from_env
 from workbench.errors import UsageError
+from workbench.spec import RunSpec as EvalConfig
+from workbench.spec.io import secret_env, spec_json
+from workbench.spec.models import Output
 from workbench.workers.local import LAUNCH_ENV
 from workbench.workers.slurm import SlurmJob, SlurmScripts, submit, write_scripts
 
@@ -36,11 +38,16 @@ def cmd_eval_slurm(args: argparse.Namespace, config: EvalConfig) -> int:
     if shard_from_env().sharded or os.environ.get(LAUNCH_ENV):
         raise UsageError("cluster.type slurm: this process is already a worker (NEL_SHARD_IDX, SLURM_ARRAY_TASK_ID "
                          f"or {LAUNCH_ENV} is set); to run the config here add -O cluster.type=local")
+    _overrides(args)
     output_dir = config.output_dir.absolute()
-    job = SlurmJob(config=Path(args.config).absolute(),
-                   store=(config.store or config.output_dir / "nel.duckdb").absolute(),
-                   output_dir=output_dir, workdir=Path.cwd(), overrides=_overrides(args))
-    directory = cluster.scripts_dir or output_dir / "slurm" / f"{job.config.stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+    store = config.store_path.absolute()
+    # Every array task runs this spec here (no cluster), its runs going to the store every node sees.
+    local = config.model_copy(update={"cluster": None, "output": Output(dir=str(output_dir), store=str(store))})
+    job = SlurmJob(config=Path(args.config).absolute(), store=store, output_dir=output_dir, workdir=Path.cwd(),
+                   spec=spec_json(local))
+    os.environ.update(secret_env(config))  # the jobs inherit the environment (--export=ALL): never a file
+    stamp = f"{job.config.stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+    directory = cluster.scripts_dir or output_dir / "slurm" / stamp
     scripts = write_scripts(cluster, job, directory)
     n = cluster.shards
     print(f"nel: SLURM scripts for {len(config.benchmarks)} benchmark(s) in {n} shard(s) in {scripts.directory}/")

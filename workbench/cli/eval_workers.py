@@ -8,7 +8,6 @@ live view (the same one the TUI's live screen reads), so what ``status`` shows i
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from dataclasses import dataclass
@@ -17,7 +16,6 @@ from typing import Any
 
 import orjson
 
-from workbench.cli import DEFAULT_OUTPUT_DIR
 from workbench.cli.paths import store_path
 from workbench.errors import UsageError
 from workbench.store.live import pid_alive
@@ -25,53 +23,28 @@ from workbench.workers import LaunchState, RunRequest, find_launch, launch, laun
 from workbench.workers.local import describe_exit, observed, read_state
 
 _INTERRUPTED = 130
-# Flags with a value that every worker needs as given (the request has no field for them).
-_PASS_ON = {
-    "protocol": "--protocol", "system_prompt": "--system-prompt", "temperature": "--temperature", "top_p": "--top-p",
-    "max_tokens": "--max-tokens", "seed": "--seed", "request_timeout": "--request-timeout",
-    "max_retries": "--max-retries", "sandbox": "--sandbox", "max_error_rate": "--max-error-rate",
-}
 
 
 # ---- starting ---------------------------------------------------------------------------------------------
 def build_request(args: argparse.Namespace) -> RunRequest:
-    """The launch ``nel eval run`` flags (or a config file) ask for, with absolute paths: the supervisor and
-    its workers may outlive the shell, and a store on a shared filesystem is named the same everywhere."""
-    shards = args.shards or 1
-    if args.config:
-        from workbench.config import load_config
+    """The launch ``nel eval run`` flags (or a config file) ask for: their ``RunSpec``, with absolute paths (the
+    supervisor and its workers may outlive the shell, and a store on a shared filesystem is named the same
+    everywhere)."""
+    from workbench.cli.eval_run import run_spec
 
-        config, _ = load_config(Path(args.config), args.override or ())
-        store = config.store or config.output_dir / "nel.duckdb"
-        overrides = tuple(a for o in args.override or () for a in ("-O", o))
-        return RunRequest(store=store.absolute(), output_dir=config.output_dir.absolute(),
-                          config=Path(args.config).absolute(), shards=shards, extra_args=overrides)
-    from workbench.cli.misc import resolve_bench
-
-    resolve_bench(args.bench, args.benchmark_file)  # a BYOB file's mistakes now, not in every worker's log
-    extra: list[str] = []
-    for path in args.benchmark_file or ():
-        extra += ["--benchmark-file", str(Path(path).absolute())]
-    for dest, flag in _PASS_ON.items():
-        if getattr(args, dest, None) is not None:
-            extra += [flag, str(getattr(args, dest))]
-    for text in args.stop or ():
-        extra += ["--stop", text]
-    if args.problem_range:
-        extra += ["--problem-range", f"{args.problem_range[0]}:{args.problem_range[1]}"]
-    bench = str(Path(args.bench).absolute()) if args.bench.endswith(".py") else args.bench
-    return RunRequest(
-        store=store_path(args).absolute(), output_dir=Path(args.output_dir or DEFAULT_OUTPUT_DIR).absolute(),
-        bench=bench, model_url=args.model_url, model_id=args.model_id, repeats=args.repeats,
-        max_problems=args.max_problems, max_concurrent=args.max_concurrent, shards=shards, run_id=args.run_id,
-        extra_args=tuple(extra),
-    )
+    spec = run_spec(args)
+    store, output_dir = spec.store_path.absolute(), spec.output_dir.absolute()
+    bench = spec.benchmarks[0]
+    if bench.name.endswith(".py"):  # a BYOB file: named the same from wherever the workers start
+        spec.benchmarks[0] = bench.model_copy(update={"name": str(Path(bench.name).absolute())})
+    files = tuple(str(Path(f).absolute()) for f in spec.benchmark_files)
+    spec = spec.model_copy(update={"benchmark_files": files})
+    return RunRequest(store=store, output_dir=output_dir, config=Path(args.config).absolute() if args.config else None,
+                      shards=args.shards or 1, run_id=None if args.config else spec.benchmarks[0].run_id, spec=spec)
 
 
 def run_with_workers(args: argparse.Namespace) -> int:
     """``--background``: start the launch and return; ``--shards N`` alone: the same launch, waited for."""
-    if args.api_key:  # reaches the workers through their environment, never argv or the state file
-        os.environ["NEMO_API_KEY"] = args.api_key
     state = launch(build_request(args))
     name = run_name(state)
     store = state.request.store

@@ -86,22 +86,9 @@ def cmd_sql(args: argparse.Namespace) -> int:
 def resolve_bench(bench: str, files: list[str] | None) -> str:
     """Load ``--benchmark-file`` files; a ``-b`` naming a .py file names the benchmark it defines; a
     ``gym://`` URL (a remote environment) is checked here, so a malformed one fails before anything starts."""
-    from workbench.environments.byob import load_benchmark_file
+    from workbench.environments.registry import resolve_benchmark
 
-    for path in files or ():
-        load_benchmark_file(path)
-    if "://" in bench:
-        from workbench.gym.url import parse_gym_url
-
-        parse_gym_url(bench)
-        return bench
-    if not bench.endswith(".py"):
-        return bench
-    names = load_benchmark_file(bench)
-    if len(names) > 1:
-        raise UsageError(f"{bench} defines {len(names)} benchmarks ({', '.join(names)}); "
-                         f"use --benchmark-file {bench} -b NAME")
-    return names[0]
+    return resolve_benchmark(bench, files or ())
 
 
 def cmd_list(args: argparse.Namespace) -> int:

@@ -53,9 +53,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
             return 0
         raise UsageError(f"{reason}: serve it with --sandbox docker|local (--export-data DIR alone writes its rows)")
 
+    from workbench.engine.verify_pool import EnvSource, ProcessScoring, default_workers
     from workbench.serve.app import create_app
     from workbench.serve.runner import serve
-    from workbench.serve.scoring import EnvSource, ProcessScoring, default_workers
     from workbench.serve.slow_clients import ReadTimeouts
 
     try:

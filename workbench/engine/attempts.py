@@ -9,28 +9,33 @@ opens one (its own connection, as with the solver) and drives every attempt thro
 
 from __future__ import annotations
 
-from contextlib import AbstractAsyncContextManager
-from typing import Protocol, runtime_checkable
+from typing import Protocol
 
 from workbench.environments.base import SeedResult, VerifyResult
 from workbench.model.client import ModelResponse
+from workbench.solvers.tools import ToolBox
 
 
 class RemoteAttempt(Protocol):
-    """One attempt's server-side session, opened before the model call."""
+    """One attempt's session (on a server, or a sandbox), opened before the model call; the solver's
+    ``AttemptContext`` too."""
 
     seed_ms: float
     """Time spent opening the session (added to the step's seed time)."""
+
+    @property
+    def tools(self) -> ToolBox | None:
+        """The tools the attempt offers an agent (None: none)."""
+        ...
 
     async def verify(self, response: str, model: ModelResponse) -> VerifyResult:
         """Score the final ``response`` (``model`` carries reasoning, tool calls, usage)."""
         ...
 
+    async def close(self) -> None:
+        """End the session (its sandbox goes), whatever happened, Ctrl-C included."""
+        ...
+
 
 class AttemptWorker(Protocol):
     async def begin(self, seed: SeedResult, attempt: int) -> RemoteAttempt: ...
-
-
-@runtime_checkable
-class RemoteEnvironmentLike(Protocol):
-    def attempt_worker(self) -> AbstractAsyncContextManager[AttemptWorker]: ...

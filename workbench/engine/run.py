@@ -20,18 +20,19 @@ from typing import Any
 
 import orjson
 
-from workbench.engine.attempts import AttemptWorker, RemoteEnvironmentLike
+from workbench.engine.attempts import AttemptWorker
 from workbench.engine.metrics import MetricSuite, MetricWorker
 from workbench.engine.plan import RunPlan, plan_run, run_header
 from workbench.engine.progress import RunProgress, StepListener
 from workbench.engine.sharding import Shard
 from workbench.engine.verdicts import answer_category, scorer_failed
+from workbench.engine.verify_pool import ScoringUnavailable, Verifier, default_verifier
 from workbench.environments.base import EvalEnvironment, SeedResult, VerifyResult, too_long
 from workbench.errors import NelError, RunFailed, UsageError
 from workbench.limits import MAX_CONCURRENT
 from workbench.model.client import FatalModelError
 from workbench.model.failures import ERROR_CATEGORIES
-from workbench.solvers.base import AttemptContext, Solver, SolverOutput, SolverWorker
+from workbench.solvers.base import Solver, SolverOutput, SolverWorker
 from workbench.solvers.tool_calling import tool_failures
 from workbench.store.ingest import ingest
 from workbench.store.writer import ShardWriter
@@ -86,8 +87,9 @@ class RunResult:
 WorkItem = tuple[int, int, SeedResult, float]
 
 
-def _work(env: EvalEnvironment, plan: RunPlan) -> Iterator[WorkItem]:
-    """Attempts still to do, task by task; each task is seeded once for all its repeats."""
+def _work(env: EvalEnvironment, plan: RunPlan, writer: ShardWriter | None = None) -> Iterator[WorkItem]:
+    """Attempts still to do, task by task; each task is seeded once for all its repeats, and recorded in the
+    shard as it is (a task whose every attempt is done already is not seeded again)."""
     for idx in range(plan.shard_start, plan.shard_end):
         todo = (r for r in range(plan.n_repeats) if (idx, r) not in plan.done)  # lazily: repeats may be many
         first = next(todo, None)
@@ -96,6 +98,10 @@ def _work(env: EvalEnvironment, plan: RunPlan) -> Iterator[WorkItem]:
         t0 = time.perf_counter()
         seed = env.seed(idx)
         seed_ms = (time.perf_counter() - t0) * 1000.0
+        if writer is not None:
+            writer.add_task({"run_id": plan.run_id, "task_idx": idx, "task_id": seed.task_id, "benchmark": env.name,
+                             "prompt": seed.prompt, "expected_answer": seed.expected_answer,
+                             "metadata": _dumps(seed.metadata)})
         yield idx, first, seed, seed_ms
         for r in todo:
             yield idx, r, seed, seed_ms
@@ -165,14 +171,15 @@ class _Loop:
 
     def __init__(
         self, env: EvalEnvironment, plan: RunPlan, writer: ShardWriter, progress: RunProgress,
-        listeners: Sequence[StepListener],
+        listeners: Sequence[StepListener], verifier: Verifier,
     ) -> None:
         self.env = env
         self.plan = plan
         self.writer = writer
         self.progress = progress
         self.listeners = listeners
-        self.work = _work(env, plan)
+        self.verifier = verifier
+        self.work = _work(env, plan, writer)
         self.unreachable: list[dict[str, Any]] = []  # held back while the endpoint looks dead
         self.n_errors = 0  # attempts of this session that reached no verdict (ERROR_CATEGORIES)
 
@@ -214,7 +221,7 @@ class _Loop:
             remote = None if attempts is None else await attempts.begin(seed, rep)
             try:
                 t0 = time.perf_counter()
-                out = await solver_worker.solve(seed, rep, remote if isinstance(remote, AttemptContext) else None)
+                out = await solver_worker.solve(seed, rep, remote)
                 t1 = time.perf_counter()
                 scores = None
                 limit = env.max_response_chars
@@ -227,17 +234,18 @@ class _Loop:
                         verdict = _no_answer(out)
                     elif remote is not None:
                         verdict = await remote.verify(out.response, out.model)
-                    else:
-                        verdict = env.verify(out.response, seed.expected_answer, **seed.metadata)
+                    else:  # off the event loop, as the environment's scoring asks (workbench.engine.verify_pool)
+                        verdict = await self.verifier.verify(out.response, seed.expected_answer, dict(seed.metadata))
                 except NelError:  # a deliberate stop (a remote verifier refusing every row says so in its words)
                     raise
+                except ScoringUnavailable as exc:  # the benchmark cannot score here at all
+                    raise RunFailed(f"{env.name}: {exc}") from None
                 except Exception as exc:  # one response the scorer cannot take does not end the run
                     verdict = scorer_failed(exc)
                 t2 = time.perf_counter()
             finally:
-                close = getattr(remote, "close", None)
-                if close is not None:  # an attempt's sandbox goes, whatever happened (Ctrl-C included)
-                    await close()
+                if remote is not None:  # an attempt's sandbox goes, whatever happened (Ctrl-C included)
+                    await remote.close()
             row = _step_row(plan, idx, rep, seed, seed_ms + (remote.seed_ms if remote else 0.0), started_at, out,
                             verdict, (t1 - t0) * 1000.0, (t2 - t1) * 1000.0, scores)
             self.commit(row)
@@ -248,7 +256,7 @@ async def _run_worker(loop: _Loop, solver: Solver, metrics: MetricSuite | None) 
         w = await stack.enter_async_context(solver.worker())
         m = None if metrics is None else await stack.enter_async_context(metrics.worker())
         a = (await stack.enter_async_context(loop.env.attempt_worker())
-             if isinstance(loop.env, RemoteEnvironmentLike) else None)
+             if loop.env.capabilities.remote_attempts else None)
         await loop.worker(w, m, a)
 
 
@@ -273,6 +281,7 @@ async def run_evaluation(
     metrics: MetricSuite | None = None,
     max_error_rate: float = DEFAULT_MAX_ERROR_RATE,
     retry_errors: bool = False,
+    verifier: Verifier | None = None,
 ) -> RunResult:
     """Evaluate ``env`` with ``solver`` into ``store``; see the module docstring.
 
@@ -280,7 +289,9 @@ async def run_evaluation(
     the newest run with the same key. ``metrics`` scores each response with several metrics
     (the benchmark's own scorer alone when ``None``). The shard is ``failed`` when more than ``max_error_rate``
     of its attempts reached no verdict (see ``error_rate_verdict``); ``retry_errors`` (with ``resume``) attempts
-    again the steps that ended in a transport or server failure. Raises ``RunFailed`` when the model cannot be
+    again the steps that ended in a transport or server failure. ``verifier`` runs ``env.verify`` (default: as
+    the environment's ``capabilities.scoring`` asks, a CPU-heavy scorer in threads unless the caller gives a
+    process pool; ``workbench.engine.verify_pool``). Raises ``RunFailed`` when the model cannot be
     reached or refuses every request (completed steps stay in the store), ``UsageError`` for bad
     arguments or a ``--resume`` whose configuration differs from the stored run.
     """
@@ -291,13 +302,12 @@ async def run_evaluation(
     check_error_rate(max_error_rate)
     if retry_errors and not resume:
         raise UsageError("--retry-errors: only with --resume (it attempts again the errored steps of a stored run)")
-    if getattr(env, "requires_sandbox", False):
+    if env.requires_sandbox:
         raise UsageError(f"{env.name}: every attempt needs a sandbox (its code is run, or its files inspected): give "
                          "the run one with --sandbox docker|local, or sandbox: in a config")
     identity = {"benchmark": env.name, "data_hash": env.data_hash, **solver.identity()}
-    sandbox_identity = getattr(env, "sandbox_identity", None)
-    if callable(sandbox_identity):
-        identity["sandbox"] = sandbox_identity()
+    if env.capabilities.sandboxed:
+        identity["sandbox"] = env.sandbox_identity()
     if metrics is not None:
         identity["metrics"] = metrics.identity()
     primary = metrics.primary if metrics is not None else str(env.describe().get("scorer") or "reward")
@@ -313,20 +323,17 @@ async def run_evaluation(
         if metrics is not None:
             await metrics.preflight()
     writer = ShardWriter(store, plan.run_id, shard.idx)
-    tasks = ({"run_id": plan.run_id, "task_idx": idx, "task_id": seed.task_id, "benchmark": env.name,
-              "prompt": seed.prompt, "expected_answer": seed.expected_answer, "metadata": _dumps(seed.metadata)}
-             for idx in range(plan.shard_start, plan.shard_end) for seed in (env.seed(idx),))
     writer.begin(
         run_header(plan, env.name, {"max_concurrent": max_concurrent, "resume_key": resume_key, **scoring_config,
                                     **(config or {})}),
         {"shard_idx": shard.idx, "total_shards": shard.total, "problem_start": plan.shard_start,
          "problem_end": plan.shard_end, **({"retries": True} if plan.retry else {})},
-        tasks,
     )
     progress = RunProgress(run_id=plan.run_id, total=plan.shard_steps, already_done=len(plan.done))
     if on_start is not None:
         on_start(progress, plan)
-    loop = _Loop(env, plan, writer, progress, listeners)
+    loop = _Loop(env, plan, writer, progress, listeners,
+                 verifier or default_verifier(env, threads=max(1, min(max_concurrent, 64))))
     started = time.monotonic()
     status, error = "complete", None
     try:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 Message = dict[str, Any]
 """An OpenAI-format chat message: ``{"role": ..., "content": ...}``."""
@@ -70,6 +71,25 @@ class AnswerKeyEntry:
     solution: str | None = None
 
 
+ScoringMode = Literal["inline", "thread", "process"]
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What an environment does beyond ``seed`` and ``verify``, declared rather than probed for."""
+
+    remote_attempts: bool = False
+    """Each attempt has a session of its own (on a server, or in a sandbox): ``attempt_worker()`` opens them and
+    verifies awaitably."""
+    sandboxed: bool = False
+    """Attempts run in sandboxes: ``sandbox_identity()`` is part of the run's identity."""
+    tools: bool = False
+    """It can offer an agent its server's tools: ``offer_tools()``."""
+    scoring: ScoringMode = "thread"
+    """Where ``verify`` runs (``workbench.engine.verify_pool``): ``inline`` (a cheap pure function), ``thread``
+    (it may block, or it is a user's code), ``process`` (CPU-heavy)."""
+
+
 class EvalEnvironment(ABC):
     """A benchmark the engine can evaluate.
 
@@ -86,6 +106,8 @@ class EvalEnvironment(ABC):
     the text (a 7 MB response costs seconds of regex), and no real answer comes near this: ``nel serve``
     answers a longer one with reward 0 and the reason rather than scoring it. A benchmark whose answers
     are long (whole programs, essays) sets its own."""
+
+    capabilities: Capabilities = Capabilities()
 
     @abstractmethod
     def __len__(self) -> int: ...
@@ -112,6 +134,20 @@ class EvalEnvironment(ABC):
         seed = self.seed(idx)
         verdict = self.verify(seed.expected_answer, seed.expected_answer, **seed.metadata)
         return verdict.reward >= 1.0, f"scores {verdict.reward:.1f} via {verdict.scoring_details.get('method')}"
+
+    def attempt_worker(self) -> AbstractAsyncContextManager[Any]:
+        """Per engine worker, what opens each attempt's session (``Capabilities.remote_attempts``)."""
+        raise NotImplementedError(f"{self.name}: its attempts have no sessions of their own")
+
+    def sandbox_identity(self) -> dict[str, Any]:
+        """The sandbox its attempts run in, for the run's identity (``Capabilities.sandboxed``)."""
+        raise NotImplementedError(f"{self.name}: its attempts run in no sandbox")
+
+    def offer_tools(self) -> None:
+        """Offer an agent the tools of the server behind it (``Capabilities.tools``)."""
+        from workbench.errors import UsageError
+
+        raise UsageError(f"{self.name}: only a gym:// benchmark (protocol=native) offers its server's tools")
 
     def answer_key(self) -> Iterator[AnswerKeyEntry]:
         """Yield the answer key the built-in mock model uses (optional)."""

@@ -16,9 +16,9 @@ from typing import Any
 
 import orjson
 
-from workbench.environments.base import AnswerKeyEntry, EvalEnvironment, SeedResult, VerifyResult
+from workbench.environments.base import AnswerKeyEntry, Capabilities, EvalEnvironment, SeedResult, VerifyResult
 from workbench.errors import UsageError
-from workbench.scoring import Scorer, get_scorer
+from workbench.scoring import CPU_HEAVY, Scorer, get_scorer
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +78,7 @@ class DatasetEnvironment(EvalEnvironment):
         self.definition = definition
         self.name = definition.name
         self._scorer: Scorer = get_scorer(definition.scorer)
+        self.capabilities = Capabilities(scoring="process" if definition.scorer in CPU_HEAVY else "inline")
         self._rows, self._data_bytes_hash = _load_rows(definition)
         self._task_ids = [task_id_of(row) for row in self._rows]
 

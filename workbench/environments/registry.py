@@ -9,7 +9,7 @@ returns an ``EvalEnvironment``); ``get_environment`` builds one by name and
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
 from typing import TypeVar
@@ -91,3 +91,25 @@ def get_environment(name: str) -> EvalEnvironment:
     if factory is None:
         raise UnknownBenchmark(name, benchmark_names())
     return factory()
+
+
+def resolve_benchmark(name: str, files: Sequence[str | Path] = ()) -> str:
+    """The registered name a benchmark reference stands for, loading the BYOB ``files`` first: a ``.py`` file
+    names the one benchmark it defines; a ``gym://`` URL is checked now, so a malformed one fails before anything
+    starts."""
+    from workbench.environments.byob import load_benchmark_file
+
+    for path in files:
+        load_benchmark_file(path)
+    if "://" in name:
+        from workbench.gym.url import parse_gym_url
+
+        parse_gym_url(name)
+        return name
+    if not name.endswith(".py"):
+        return name
+    names = load_benchmark_file(name)
+    if len(names) > 1:
+        raise UsageError(f"{name} defines {len(names)} benchmarks ({', '.join(names)}); "
+                         f"use --benchmark-file {name} -b NAME")
+    return names[0]

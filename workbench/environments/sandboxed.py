@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Protocol, runtime_checkable
 
-from workbench.environments.base import AnswerKeyEntry, EvalEnvironment, SeedResult, VerifyResult
+from workbench.environments.base import AnswerKeyEntry, Capabilities, EvalEnvironment, SeedResult, VerifyResult
 from workbench.errors import UsageError
 from workbench.model.client import ModelResponse
 from workbench.sandbox.base import Sandbox, Sandboxes, finish_despite_cancel
@@ -90,6 +90,7 @@ class Sandboxed(EvalEnvironment):
     """``inner`` with a sandbox per attempt from ``sandboxes``; ``tools``: offer the sandbox tools."""
 
     requires_sandbox = False
+    capabilities = Capabilities(remote_attempts=True, sandboxed=True)
 
     def __init__(self, inner: EvalEnvironment, sandboxes: Sandboxes, *, tools: bool = False,
                  response_mode: str = "final_message") -> None:
@@ -118,7 +119,7 @@ class Sandboxed(EvalEnvironment):
         raise UsageError(f"{self.name}: verified in each attempt's sandbox (the engine's attempt hook), not here")
 
     @asynccontextmanager
-    async def attempt_worker(self) -> AsyncIterator[_AttemptOpener]:
+    async def attempt_worker(self) -> AsyncIterator[_AttemptOpener]:  # type: ignore[override]
         yield _AttemptOpener(self)
 
     def sandbox_identity(self) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 import orjson
 
-from workbench.environments.base import EvalEnvironment, Message, SeedResult, VerifyResult
+from workbench.environments.base import Capabilities, EvalEnvironment, Message, SeedResult, VerifyResult
 from workbench.environments.dataset import load_jsonl, task_id_of
 from workbench.errors import RunFailed, UsageError
 from workbench.gym import http
@@ -54,6 +54,7 @@ class RemoteEnvironment(EvalEnvironment):
     """What both protocols share: the URL, its connections and the run identity."""
 
     scorer = "remote"
+    capabilities = Capabilities(remote_attempts=True, tools=True)
 
     def __init__(self, url: GymURL) -> None:
         self.url = url
@@ -71,7 +72,7 @@ class RemoteEnvironment(EvalEnvironment):
         return f"{self.url.base_url}{path}"
 
     @asynccontextmanager
-    async def attempt_worker(self) -> AsyncIterator[_AttemptWorker]:
+    async def attempt_worker(self) -> AsyncIterator[_AttemptWorker]:  # type: ignore[override]
         """One engine worker's connection to the server (see ``workbench.engine.attempts``)."""
         limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
         async with httpx.AsyncClient(timeout=http.timeout(self.url.timeout_s), headers=self._headers,
@@ -94,7 +95,7 @@ class RemoteEnvironment(EvalEnvironment):
         agents offer the model for it. Only tools the server serves are kept."""
         return []
 
-    def offer_tools(self) -> list[ToolSpec]:
+    def offer_tools(self) -> list[ToolSpec]:  # type: ignore[override]
         """Offer the server's own tools (``POST /{tool}``, from its /openapi.json) to the run's agent."""
         self.tool_specs = discover_tools(self._client(), self.url.base_url)
         if not self.tool_specs:
@@ -120,6 +121,9 @@ class _Attempt:
         env, client = self.worker.env, self.worker.client
         history = self.tools.history if self.tools is not None else None
         return await env._verify(client, self.cookies, self.seed, response, model, history)
+
+    async def close(self) -> None:
+        """Nothing to end: the server forgets a session on its own."""
 
 
 @dataclass(slots=True)

@@ -46,6 +46,9 @@ _SCORERS: dict[str, tuple[str, str, dict[str, Param]]] = {
     }),
     "math": ("math", "score_math", {}),
 }
+CPU_HEAVY = frozenset({"math"})
+"""Scorers that compute (sympy): a run scores with them in worker processes, off the event loop and the GIL;
+the others are cheap regex work (``workbench.engine.verify_pool``)."""
 
 
 def scorer_names() -> list[str]:

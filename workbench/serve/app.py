@@ -2,7 +2,7 @@
 
 ``/seed_session`` and ``/verify`` call the environment's own ``seed`` and ``verify`` (the code the
 engine runs), so a reward served here is the reward a ``nel eval run`` would record. ``verify``
-runs off the event loop (``workbench.serve.scoring``: in worker processes under ``nel serve``), so
+runs off the event loop (``workbench.engine.verify_pool``: in worker processes under ``nel serve``), so
 ``/health`` and other requests are answered while responses are scored; a response longer than the
 benchmark's ``max_response_chars`` is not scored at all (reward 0, and the reason). A benchmark scored
 by running code (HumanEval) is served with sandboxes: each ``/verify`` runs in a fresh one, awaited, so
@@ -28,6 +28,13 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from workbench.engine.verify_pool import (
+    DEFAULT_VERIFY_THREADS,
+    Scoring,
+    ScoringCrashed,
+    ScoringUnavailable,
+    ThreadScoring,
+)
 from workbench.environments.base import EvalEnvironment, SeedResult, VerifyResult, too_long
 from workbench.errors import NelError
 from workbench.serve.guard import Guard, error_json
@@ -40,13 +47,6 @@ from workbench.serve.models import (
     SeedSessionResponse,
     VerifyRequest,
     VerifyResponse,
-)
-from workbench.serve.scoring import (
-    DEFAULT_VERIFY_THREADS,
-    Scoring,
-    ScoringCrashed,
-    ScoringUnavailable,
-    ThreadScoring,
 )
 
 if TYPE_CHECKING:

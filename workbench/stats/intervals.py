@@ -15,19 +15,9 @@ from typing import overload
 import numpy as np
 import numpy.typing as npt
 
+from workbench.stats.quantiles import normal_quantile as _normal_quantile
+from workbench.stats.quantiles import t_quantile as _t_quantile
 
-# scipy.special is imported on first use: it adds ~40 MB and ~0.3 s to a process, and an
-# evaluating process needs it only for its closing summary. (scipy.stats would cost more.)
-def _t_quantile(df: int, p: float) -> float:
-    from scipy import special
-
-    return float(special.stdtrit(df, p))
-
-
-def _normal_quantile(p: float) -> float:
-    from scipy import special
-
-    return float(special.ndtri(p))
 
 @dataclass(frozen=True, slots=True)
 class Estimate:

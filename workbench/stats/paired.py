@@ -22,6 +22,8 @@ import numpy.typing as npt
 
 from workbench.stats.bounds import spread_floor as spread_floor  # re-exported: its home was here
 from workbench.stats.intervals import Estimate, mean_with_ci
+from workbench.stats.quantiles import normal_quantile as _normal_quantile
+from workbench.stats.quantiles import t_quantile as _t_quantile
 
 ALPHA = 0.05
 POWER = 0.80
@@ -374,13 +376,3 @@ def _task_sign_sums(d: npt.NDArray[np.float64], n_resamples: int, rng: np.random
     return sums
 
 
-def _t_quantile(df: int, p: float) -> float:
-    from scipy import special
-
-    return float(special.stdtrit(df, p))
-
-
-def _normal_quantile(p: float) -> float:
-    from scipy import special
-
-    return float(special.ndtri(p))

@@ -20,6 +20,7 @@ import duckdb
 
 from workbench.errors import RunFailed, UsageError, path_error
 from workbench.resources import sql_path
+from workbench.store.duckdb_api import STORAGE_COMPATIBILITY
 from workbench.store.live import pid_alive
 
 SCHEMA_VERSION = 4
@@ -164,7 +165,7 @@ def create_store(path: Path) -> None:
     _remove_stale_temporaries(path)
     tmp = path.with_name(f".{path.name}{_CREATING}{os.getpid()}-{uuid.uuid4().hex[:8]}")
     try:
-        con = duckdb.connect(str(tmp))
+        con = duckdb.connect(str(tmp), config={"storage_compatibility_version": STORAGE_COMPATIBILITY})
         try:
             limit_memory(con)
             _apply_schema(con)

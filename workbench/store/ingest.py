@@ -88,7 +88,8 @@ def live_tasks_sql(files: list[Path]) -> str:
     return (
         f"SELECT * FROM read_json({_files_sql(files)}, format = 'newline_delimited', columns = "
         "{'run_id': 'VARCHAR', 'task_idx': 'INTEGER', 'task_id': 'VARCHAR', 'benchmark': 'VARCHAR', "
-        "'prompt': 'VARCHAR', 'expected_answer': 'VARCHAR', 'metadata': 'VARCHAR'})"
+        "'prompt': 'VARCHAR', 'expected_answer': 'VARCHAR', 'metadata': 'VARCHAR'}, ignore_errors = true) "
+        "WHERE task_id IS NOT NULL"  # a line a full disk cut short is not a task
     )
 
 

@@ -11,6 +11,7 @@ Ingest (``nel eval merge``) copies segments into the DuckDB tables.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,10 +67,13 @@ def shard_dir(store: Path, run_id: str, shard_idx: int) -> ShardDir:
 def all_shard_dirs(store: Path, run_ids: Collection[str] | None = None) -> list[ShardDir]:
     """Every shard directory of ``store``, or only those of ``run_ids``."""
     root = segments_root(store)
-    if not root.is_dir():
+    runs = sorted(_entries(root)) if run_ids is None else [root / r for r in run_ids]
+    # A merge removes a finished run's folder while readers list them: one gone meanwhile is simply not there.
+    return [ShardDir(p) for run in runs for p in sorted(_entries(run)) if p.name.startswith("shard-") and p.is_dir()]
+
+
+def _entries(folder: Path) -> list[Path]:
+    try:
+        return [Path(e.path) for e in os.scandir(folder)]
+    except (FileNotFoundError, NotADirectoryError):
         return []
-    if run_ids is None:
-        found = root.glob("*/shard-*")
-    else:
-        found = (p for run_id in run_ids for p in (root / run_id).glob("shard-*"))
-    return [ShardDir(p) for p in sorted(found) if p.is_dir()]

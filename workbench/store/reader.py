@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -31,6 +31,7 @@ from workbench.store.database import (
     connect_rw,
     limit_memory,
 )
+from workbench.store.duckdb_api import polars_frame, release
 from workbench.store.ingest import live_steps_sql, live_tasks_sql, vanished_file_error
 from workbench.store.layout import resolve_store_path, segments_root
 from workbench.store.live import LiveShard, LiveState, run_row, scan
@@ -68,6 +69,8 @@ class RunOutcomes:
 # now has: latest attempt first, then the earliest copy), or with the optimiser disabled works. Reader connections
 # turn that one optimiser off all the same, so no query of that shape (``nel sql``, a notebook) can hit it: it only
 # rewrites row_number() filters into a top-N, which our views do not need for speed (tests/perf/bench_export.py).
+# DuckDB 2.0 runs the repro correctly; a DuckDB that no longer knows the optimiser's name rejects the setting
+# (a parser error), and its connections simply keep every optimiser.
 _READER_SETTINGS = "SET disabled_optimizers = 'top_n_window_elimination'"
 
 
@@ -98,7 +101,8 @@ class Store:
         """An in-memory connection with the store's tables and views, live runs included."""
         for attempt in range(8):
             con = duckdb.connect()
-            con.execute(_READER_SETTINGS)
+            with suppress(duckdb.ParserException):
+                con.execute(_READER_SETTINGS)
             live = scan(self.path, self._runs)
             limit_memory(con, READER_MEMORY_LIMIT if live.empty else READER_JSON_MEMORY_LIMIT)
             try:
@@ -110,6 +114,7 @@ class Store:
                     continue
                 raise
             break
+        release(con)  # DuckDB 2: a set-up query left unfinished would keep ``con.sql`` and ``register`` from it
         try:
             yield con
         finally:
@@ -235,12 +240,18 @@ class Store:
 
     def query(self, query: str, params: list[Any] | None, fetch: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
         """Run ``query`` and ``fetch`` its result, on a fresh snapshot if a live file vanished."""
+        return self.on_connection(lambda con: fetch(con.execute(query, params or [])))
+
+    def on_connection(self, work: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
+        """Call ``work`` with a connection on the store (several queries on one snapshot), again on a fresh
+        snapshot if a live file vanished meanwhile; inside ``pinned``, on the pinned connection."""
         if self._pinned is not None:
-            return fetch(self._pinned.execute(query, params or []))
+            release(self._pinned)
+            return work(self._pinned)
         for attempt in range(8):
             try:
                 with self.connect() as con:
-                    return fetch(con.execute(query, params or []))
+                    return work(con)
             except duckdb.Error as exc:
                 if not vanished_file_error(exc) or attempt == 7:
                     raise
@@ -249,7 +260,7 @@ class Store:
 
     def sql(self, query: str, params: list[Any] | None = None) -> Any:
         """Run ``query`` and return a polars DataFrame (live runs included)."""
-        return self.query(query, params, lambda cur: cur.pl())
+        return self.on_connection(lambda con: polars_frame(con, query, params))
 
     def rows(self, query: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
         """Run ``query`` and return plain tuples (no polars or pyarrow involved)."""

@@ -74,6 +74,7 @@ class ShardWriter:
         self._shard_header: dict[str, Any] = {}
         self._seq = self.dir.next_seq()
         self._fd: int | None = None
+        self._tasks_fd: int | None = None
         self._in_journal = 0
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nel-roll")
         self._pending: list[Future[bool]] = []
@@ -82,18 +83,10 @@ class ShardWriter:
         for leftover in self.dir.journals():
             self._submit_roll(leftover)
 
-    def begin(self, run_header: dict[str, Any], shard_header: dict[str, Any], tasks: Iterable[dict[str, Any]]) -> None:
-        """Record which tasks the shard will attempt (streamed: ``tasks`` may be a generator that seeds them),
-        then what the run is and what this shard covers: a task that fails to seed leaves no shard behind."""
-        tasks_path = self.dir.path / "tasks.jsonl"
-        tmp = tasks_path.with_name(".tasks.jsonl.tmp")
-        try:
-            with open(tmp, "wb") as fh:
-                for task in tasks:
-                    fh.write(orjson.dumps(task) + b"\n")
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
+    def begin(self, run_header: dict[str, Any], shard_header: dict[str, Any],
+              tasks: Iterable[dict[str, Any]] = ()) -> None:
+        """Record what the run is and what this shard covers, then the ``tasks`` given (the engine adds each
+        task as it seeds it, with ``add_task``: a task is seeded once)."""
         write_json_atomic(self.dir.run_json, run_header)
         previous = read_json_object(self.dir.shard_json) or {}
         if previous.get("retries"):  # its retried steps may still be live: readers must keep preferring them
@@ -108,7 +101,15 @@ class ShardWriter:
             "error": None,
         }
         write_json_atomic(self.dir.shard_json, self._shard_header)
-        os.replace(tmp, tasks_path)
+        for task in tasks:
+            self.add_task(task)
+
+    def add_task(self, task: dict[str, Any]) -> None:
+        """Record one task of the shard (one ``write``, appended: a resumed shard adds to what it had; readers
+        take each task once)."""
+        if self._tasks_fd is None:
+            self._tasks_fd = os.open(self.dir.path / "tasks.jsonl", _JOURNAL_FLAGS, 0o644)
+        os.write(self._tasks_fd, orjson.dumps(task) + b"\n")
 
     def _journal_path(self) -> Path:
         return self.dir.path / f"journal-{self._seq:06d}.jsonl"
@@ -168,8 +169,14 @@ class ShardWriter:
                 keep.append(fut)
         self._pending = keep
 
+    def _close_tasks(self) -> None:
+        if self._tasks_fd is not None:
+            os.close(self._tasks_fd)
+            self._tasks_fd = None
+
     def finish(self, status: str, error: str | None = None) -> None:
         """Roll what is left, wait for segments to land, and record the shard's final status."""
+        self._close_tasks()
         self.roll()
         self._pool.shutdown(wait=True)
         self._collect(wait=True)
@@ -179,6 +186,7 @@ class ShardWriter:
 
     def abandon(self) -> None:
         """Close files without rolling (used when the process is going down hard)."""
+        self._close_tasks()
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None

@@ -159,16 +159,18 @@ def launch(request: RunRequest) -> LaunchState:
     watch it at once; a config file's runs are recorded in ``run_ids`` as they appear.
     """
     request.validate()
-    if request.config is not None:
-        from workbench.config import load_config
+    if request.config is not None and request.spec is None:
+        from workbench.spec import load_config
 
-        load_config(request.config, request.config_overrides())  # its mistakes now, named by file:line
-    else:
+        load_config(request.config)  # its mistakes now, named by file:line
+    elif request.spec is None:
         _check_benchmark(str(request.bench), request.sandbox)
-    if request.config is None and request.run_id is None:
+    single = request.spec.benchmarks[0] if request.spec is not None and len(request.spec.benchmarks) == 1 else None
+    if request.config is None and request.run_id is None and (request.spec is None or single is not None):
         from workbench.engine.identity import new_run_id  # the engine package is heavy: only when launching
 
-        request = replace(request, run_id=new_run_id(str(request.bench)))
+        run_id = single.run_id if single is not None and single.run_id else None
+        request = replace(request, run_id=run_id or new_run_id(str(request.bench or (single and single.name))))
     launch_id = request.run_id or f"suite-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
     state = LaunchState(launch_id=launch_id, request=request,
                         run_ids=(request.run_id,) if request.run_id else ())
@@ -285,9 +287,26 @@ def _signal_group(state: LaunchState, sig: signal.Signals) -> None:
                 os.kill(worker.pid or 0, sig)
 
 
+def _worker_secrets(request: RunRequest) -> dict[str, str]:
+    """The API keys the workers need that no file may hold (``workbench.spec.io``): from the spec as this process
+    has it, else from the config file it came from (a resume in another shell reads them again)."""
+    from workbench.spec import load_config
+    from workbench.spec.io import secret_env
+
+    spec = request.spec
+    if spec is not None and (keys := secret_env(spec)):
+        return keys
+    source = request.config or (spec.file if spec is not None else None)
+    if source is None or not source.is_file():
+        return {}
+    with contextlib.suppress(UsageError):
+        return secret_env(load_config(source)[0])
+    return {}
+
+
 def _start_supervisor(state: LaunchState) -> LaunchState:
     write_state(state)
-    env = dict(os.environ)
+    env = {**os.environ, **_worker_secrets(state.request)}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_SOURCE_ROOT), env.get("PYTHONPATH")) if p)
     log = (state.directory / "supervisor.log").open("ab")
     with log:

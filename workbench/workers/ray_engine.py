@@ -1,23 +1,24 @@
 """Shards as Ray tasks: ``nel eval run --engine ray --shards N [--ray-address ADDRESS]``.
 
-Each task runs exactly what a local shard worker runs: ``python -m workbench.cli eval run …`` in a
-subprocess with ``NEL_SHARD_IDX`` / ``NEL_TOTAL_SHARDS`` set, so a Ray shard and a local one share the
-engine path, the store segments and the resume rules. The driver only waits, then merges the
+Each task runs exactly what a local shard worker runs: ``python -m workbench.cli eval run --spec env`` in a
+subprocess with the run specification in ``NEL_RUN_SPEC`` and ``NEL_SHARD_IDX`` / ``NEL_TOTAL_SHARDS`` set, so a
+Ray shard and a local one share the engine path, the store segments and the resume rules; it reports its run ids
+in a result file. The driver only waits, then merges the
 segments into the store (``ingest``) and exports each complete run, as ``nel eval merge`` does.
 
 What is per task: the model requests and the segment files of one shard. What is central: the store
 (every node writes its segments next to it, so it must live on a filesystem all nodes share) and the
-merge. API keys travel in the tasks' ``runtime_env`` environment only, never in their arguments.
+merge. API keys travel in the tasks' ``runtime_env`` environment only, never in their arguments or the spec.
 Ray is imported lazily, so the package works without the ``ray`` extra.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,22 +26,23 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import UsageError
+from workbench.spec.io import RESULT_ENV, SPEC_ENV, read_result
 from workbench.store import IngestReport, ingest
 
 KEY_VARS = ("NEMO_API_KEY", "OPENAI_API_KEY")
 """Environment variables handed to the tasks: the API keys a shard reads, and nothing else."""
 _SHARD_VARS = ("NEL_SHARD_IDX", "NEL_TOTAL_SHARDS", "SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT",
                "SLURM_ARRAY_TASK_MIN")
-_RUN_LINE = re.compile(r"^nel: (?:starting|resuming) run ([^:\s]+):", re.MULTILINE)
 INSTALL_HINT = "Ray is not installed: pip install 'nel-workbench[ray]' (or pip install 'ray>=2.9')"
 
 
 @dataclass(frozen=True, slots=True)
 class RayJob:
-    """One sharded run on Ray. ``argv`` is every shard's ``nel eval run`` command line: absolute paths,
-    no secret, no shard variables (each task adds its own)."""
+    """One sharded run on Ray. ``spec`` is the run specification every shard runs (JSON: absolute paths, no
+    secret, no shard variables — each task adds its own); ``flags``: ``--resume``, ``--retry-errors``."""
 
-    argv: tuple[str, ...]
+    spec: str
+    flags: tuple[str, ...]
     store: Path
     output_dir: Path
     shards: int
@@ -90,7 +92,8 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else "(no output)"
 
 
-def run_shard(argv: Sequence[str], idx: int, total: int, store: str, log_dir: str, cwd: str | None) -> ShardOutcome:
+def run_shard(spec: str, flags: Sequence[str], idx: int, total: int, store: str, log_dir: str,
+              cwd: str | None) -> ShardOutcome:
     """Inside a Ray task: run one shard as the local worker would, in a subprocess of this node."""
     node = socket.gethostname()
     store_dir = Path(store).parent
@@ -99,9 +102,13 @@ def run_shard(argv: Sequence[str], idx: int, total: int, store: str, log_dir: st
                                           "the store must live on a filesystem every node shares")
     env = {k: v for k, v in os.environ.items() if k not in _SHARD_VARS}
     env["NEL_SHARD_IDX"], env["NEL_TOTAL_SHARDS"] = str(idx), str(total)
-    proc = subprocess.run([sys.executable, "-m", "workbench.cli", *argv], env=env, stdin=subprocess.DEVNULL,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False,
-                          cwd=cwd if cwd and Path(cwd).is_dir() else None)
+    with tempfile.TemporaryDirectory(prefix="nel-shard-") as scratch:
+        env[SPEC_ENV], env[RESULT_ENV] = spec, str(Path(scratch) / "result.json")
+        proc = subprocess.run([sys.executable, "-m", "workbench.cli", "eval", "run", "--spec", "env", "--no-progress",
+                               *flags], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, check=False,
+                              cwd=cwd if cwd and Path(cwd).is_dir() else None)
+        run_ids = tuple(str(r) for r in read_result(Path(env[RESULT_ENV])).get("run_ids") or ())
     log: str | None = None
     try:
         path = Path(log_dir) / f"shard-{idx}-of-{total}.log"
@@ -110,8 +117,7 @@ def run_shard(argv: Sequence[str], idx: int, total: int, store: str, log_dir: st
         log = str(path)
     except OSError:  # the log is a convenience; the outcome still says how the shard ended
         pass
-    return ShardOutcome(idx, proc.returncode, node, _last_line(proc.stdout),
-                        tuple(dict.fromkeys(_RUN_LINE.findall(proc.stdout))), log)
+    return ShardOutcome(idx, proc.returncode, node, _last_line(proc.stdout), run_ids, log)
 
 
 def task_env(secrets: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -175,7 +181,8 @@ def run_shards_on_ray(job: RayJob, *, secrets: Mapping[str, str] | None = None,
         log_dir = str(job.output_dir / "ray")
         cwd = str(job.cwd) if job.cwd else None
         refs = {task.options(name=f"nel-shard-{i}-of-{job.shards}", **options).remote(
-                    list(job.argv), i, job.shards, str(job.store), log_dir, cwd): i for i in range(job.shards)}
+                    job.spec, list(job.flags), i, job.shards, str(job.store), log_dir, cwd): i
+                for i in range(job.shards)}
         outcomes: list[ShardOutcome] = []
         pending = list(refs)
         while pending:

@@ -13,7 +13,6 @@ is ``shlex``-quoted; values in ``#SBATCH`` lines are validated names or double-q
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
@@ -22,10 +21,12 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from workbench.config.cluster import Cluster
 from workbench.errors import RunFailed, UsageError
+from workbench.spec.models import Cluster
 
 SBATCH_TIMEOUT_S = 60.0
+SPEC_FILE = "spec.json"
+"""The run specification, beside the scripts: every array task runs it (``nel eval run --spec``)."""
 _JOB_ID = re.compile(r"^\d+$")
 
 
@@ -37,8 +38,9 @@ class SlurmJob:
     store: Path
     output_dir: Path
     workdir: Path
-    overrides: tuple[str, ...] = ()
-    """The submitter's ``-O`` overrides, passed on to every shard."""
+    spec: str = ""
+    """The run specification every shard runs, as JSON (``-O`` overrides applied, output paths absolute, no
+    secret): written beside the scripts as ``spec.json``."""
     python: str = os.path.abspath(sys.executable)  # not resolved: a venv's python is a symlink on purpose
 
     def __post_init__(self) -> None:
@@ -125,12 +127,7 @@ def shard_script(cluster: Cluster, job: SlurmJob, directory: Path) -> str:
         lines.append(f"#SBATCH --gpus-per-task={cluster.gpus_per_task}")
     lines += [f"#SBATCH {arg}" for arg in cluster.sbatch_args]
     lines += _preamble(cluster, job)
-    # Paths as YAML (JSON) strings: -O reads its values as YAML, where "a: b" or "[x]" would not stay text.
-    overrides = [*job.overrides, f"output.dir={json.dumps(str(job.output_dir))}",
-                 f"output.store={json.dumps(str(job.store))}", "cluster.type=local"]
-    args = ["eval", "run", str(job.config)]
-    for override in overrides:
-        args += ["-O", override]
+    args = ["eval", "run", "--spec", str(directory / SPEC_FILE)]
     lines += [
         ': "${SLURM_ARRAY_TASK_ID:?run this script as a job array (sbatch --array=...)}"',
         f"export NEL_SHARD_IDX=\"$SLURM_ARRAY_TASK_ID\" NEL_TOTAL_SHARDS={n}",
@@ -187,6 +184,8 @@ def write_scripts(cluster: Cluster, job: SlurmJob, directory: Path) -> SlurmScri
         raise UsageError(f"cluster.scripts_dir: cannot create {directory}: {exc.strerror}") from None
     scripts = SlurmScripts(directory, directory / "shards.sbatch", directory / "merge.sbatch",
                            directory / "submit.sh")
+    if job.spec:
+        (directory / SPEC_FILE).write_text(job.spec, encoding="utf-8")
     for path, text in ((scripts.shards, shard_script(cluster, job, directory)),
                        (scripts.merge, merge_script(cluster, job, directory)),
                        (scripts.submit, submit_script(scripts))):

@@ -3,7 +3,7 @@
 It runs in a session of its own (see ``local.launch``): it starts the built-in mock model when the
 request asks for it, one ``nel eval run`` worker per shard (``NEL_SHARD_IDX`` / ``NEL_TOTAL_SHARDS``),
 records each worker's pid and exit code in ``state.json`` as they change, learns a config file's run
-ids from the store, merges a sharded run once every shard has finished, and says how it ended.
+ids from the workers' result files, merges a sharded run once every shard has finished, and says how it ended.
 SIGTERM (``local.stop`` signals the whole process group) ends it as ``stopped``: the workers record
 their runs as interrupted, keeping every completed step.
 """
@@ -22,6 +22,7 @@ from pathlib import Path
 from types import FrameType
 from urllib.parse import urlparse
 
+from workbench.spec.io import RESULT_ENV, read_result, spec_json
 from workbench.workers.local import LAUNCH_ENV, WorkerState, describe_exit, read_state, write_state
 
 POLL_S = 0.2
@@ -114,6 +115,11 @@ class Supervisor:
         request = self.state.request
         resume = self.state.resumes > 0
         finished = {w.shard_idx: w for w in self.state.workers if w.exit_code == 0}  # kept by a resume
+        spec_file = self.state.directory / "spec.json"  # every worker runs this one specification
+        tmp = spec_file.with_name(".spec.json.tmp")
+        tmp.write_text(spec_json(request.worker_spec(model_url)))
+        os.replace(tmp, spec_file)
+        argv = ["eval", "run", "--spec", str(spec_file), "--no-progress", *(["--resume"] if resume else [])]
         workers = []
         for idx in range(request.shards):
             if idx in finished:
@@ -121,10 +127,11 @@ class Supervisor:
                 continue
             env = {k: v for k, v in os.environ.items() if k not in ("NEL_SHARD_IDX", "NEL_TOTAL_SHARDS")}
             env[LAUNCH_ENV] = self.state.launch_id
+            env[RESULT_ENV] = str(self._result_file(idx))
             if request.shards > 1:
                 env["NEL_SHARD_IDX"], env["NEL_TOTAL_SHARDS"] = str(idx), str(request.shards)
             log = self.state.directory / f"shard-{idx}.log"
-            process = self._nel(request.argv(model_url, resume=resume), log=log, env=env)
+            process = self._nel(argv, log=log, env=env)
             self.processes[idx] = process
             workers.append(WorkerState(idx, process.pid, None, str(log)))
         self.save(status="running", workers=tuple(workers))
@@ -145,19 +152,18 @@ class Supervisor:
                 self.save(status="stopping")
             time.sleep(POLL_S)
 
-    def _learn_run_ids(self) -> None:
-        """A config file's runs get their ids as they start: find them in the store by this launch's id."""
-        if self.state.request.config is None:
-            return
-        from workbench.store.reader import Store
+    def _result_file(self, idx: int) -> Path:
+        return self.state.directory / f"shard-{idx}.result.json"
 
-        with contextlib.suppress(Exception):  # no store yet, or one being merged: try again next time
-            rows = Store(self.state.request.store).rows(
-                "SELECT run_id FROM runs WHERE json_extract_string(config, '$.launch_id') = ? ORDER BY created_at",
-                [self.state.launch_id])
-            ids = tuple(str(r[0]) for r in rows)
-            if ids != self.state.run_ids:
-                self.save(run_ids=ids)
+    def _learn_run_ids(self) -> None:
+        """A config file's runs get their ids as they start: each worker says which in its result file."""
+        if self.state.request.run_id is not None:
+            return
+        ids: dict[str, None] = dict.fromkeys(self.state.run_ids)
+        for idx in range(self.state.request.shards):
+            ids.update(dict.fromkeys(str(r) for r in read_result(self._result_file(idx)).get("run_ids") or ()))
+        if tuple(ids) != self.state.run_ids:
+            self.save(run_ids=tuple(ids))
 
     def _nel(self, args: list[str], *, log: Path, env: dict[str, str] | None = None,
              own_session: bool = False) -> subprocess.Popen[bytes]:

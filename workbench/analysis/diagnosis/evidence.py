@@ -140,7 +140,7 @@ class StoreEvidence:
             con.register("nel_wanted", _wanted(task_idx))  # a table, not a list parameter: binding is slow
             return con.execute(query, bound).fetchall()
 
-        return self.store.query("SELECT 1", None, fetch)
+        return self.store.on_connection(fetch)
 
 
 class ExportEvidence:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,4 +37,6 @@ def named_queries() -> dict[str, str]:
 
 def one_line(error: BaseException) -> str:
     """An error as one readable line (DuckDB messages span several)."""
-    return " ".join(str(error).split()) or type(error).__name__
+    # A DuckDB error ends with the query line and a pointer under the culprit: one caret in 1.x, one per
+    # character of the token in 2.x. On one line its position means nothing, so one caret on either.
+    return re.sub(r"(?<= )\^+$", "^", " ".join(str(error).split())) or type(error).__name__

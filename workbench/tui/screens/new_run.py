@@ -8,9 +8,10 @@ any terminal). A mistake in the form is named on the message line before anythin
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from argparse import ArgumentTypeError
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from textual import on
 from textual.binding import Binding, BindingType
@@ -20,6 +21,7 @@ from textual.widgets import Button, Input, Label, Select
 
 from workbench.environments import benchmark_names
 from workbench.errors import UsageError
+from workbench.spec.flags import FlagField, form_fields
 from workbench.store.layout import resolve_store_path
 from workbench.tui.messages import LaunchStarted
 from workbench.tui.screens.base import NelScreen
@@ -29,7 +31,38 @@ from workbench.workers.local import observed, read_state
 RUN_ID_WAIT_S = 60.0
 """How long to wait for a config file's first run to appear before opening its live view."""
 
-_INTEGER_FIELDS = ("repeats", "max_problems", "max_concurrent", "shards")
+_NAMED = ("bench", "model_id", "repeats", "max_problems", "max_concurrent", "sandbox")
+"""The spec fields a ``RunRequest`` has a field of its own for; any other field of the form goes in its values."""
+
+
+def _spec_widget(field: FlagField) -> Iterable[Widget]:
+    """A field of the run specification on the form (``Flag.form``): its label and its input."""
+    yield Label(field.flag.label or field.dest)
+    if field.dest == "bench":
+        yield Select([(name, name) for name in benchmark_names()], id="bench", prompt="choose a benchmark",
+                     compact=True)
+    elif field.dest == "sandbox":
+        yield Select([("docker (a container per attempt)", "docker"), ("local (a subprocess: weaker isolation)",
+                                                                       "local")],
+                     id="sandbox", prompt="none (code and agent benchmarks need one)", compact=True)
+    elif field.dest == "model_url":
+        yield Input(placeholder=f"{field.flag.placeholder}, or {MOCK} (the built-in mock)", id="model_url",
+                    compact=True)
+    elif field.choices is not None:
+        yield Select([(c, c) for c in field.choices], id=field.dest, prompt="default", compact=True)
+    else:
+        yield Input(placeholder=field.flag.placeholder, id=field.dest, type=field.kind, compact=True)
+
+
+_OWN_FIELDS: dict[int, Callable[[], Iterable[Widget]]] = {
+    4: lambda: (Label("or a config file"),
+                Input(placeholder="suite.yaml (instead of the three above)", id="config", compact=True)),
+    8: lambda: (Label("shards"), Input("1", placeholder="worker processes", id="shards", type="integer",
+                                       compact=True)),
+    10: lambda: (Label("mock latency ms"), Input(placeholder="0 (with the mock model only)", id="mock_latency_ms",
+                                                 type="number", compact=True)),
+}
+"""What the form asks beyond the run specification (where it goes, how many workers), by position."""
 
 
 class NewRunScreen(NelScreen):
@@ -62,32 +95,13 @@ class NewRunScreen(NelScreen):
         return f"nel › runs › new run   {self.nel.store_path}"
 
     def compose_body(self) -> Iterable[Widget]:
-        benchmarks = [(name, name) for name in benchmark_names()]
         with Grid(id="form"):
-            yield Label("benchmark")
-            yield Select(benchmarks, id="bench", prompt="choose a benchmark", compact=True)
-            yield Label("model URL")
-            yield Input(placeholder=f"http://HOST:PORT/v1, or {MOCK} (the built-in mock)", id="model_url",
-                        compact=True)
-            yield Label("model id")
-            yield Input(placeholder="the model name sent in each request", id="model_id", compact=True)
-            yield Label("or a config file")
-            yield Input(placeholder="suite.yaml (instead of the three above)", id="config", compact=True)
-            yield Label("repeats")
-            yield Input(placeholder="the benchmark's default", id="repeats", type="integer", compact=True)
-            yield Label("max problems")
-            yield Input(placeholder="all", id="max_problems", type="integer", compact=True)
-            yield Label("concurrency")
-            yield Input(placeholder="64 requests in flight", id="max_concurrent", type="integer", compact=True)
-            yield Label("shards")
-            yield Input("1", placeholder="worker processes", id="shards", type="integer", compact=True)
-            yield Label("sandbox")
-            yield Select([("docker (a container per attempt)", "docker"),
-                          ("local (a subprocess: weaker isolation)", "local")],
-                         id="sandbox", prompt="none (code and agent benchmarks need one)", compact=True)
-            yield Label("mock latency ms")
-            yield Input(placeholder="0 (with the mock model only)", id="mock_latency_ms", type="number",
-                        compact=True)
+            fields = {f.flag.form: f for f in form_fields()}
+            for position in range(1, max([*fields, *_OWN_FIELDS]) + 1):
+                if position in fields:
+                    yield from _spec_widget(fields[position])
+                elif position in _OWN_FIELDS:
+                    yield from _OWN_FIELDS[position]()
         with Horizontal(id="buttons"):
             yield Button("Start (ctrl+s)", id="start", variant="primary", compact=True)
             yield Button("Use mock (ctrl+o)", id="mock", compact=True)
@@ -96,35 +110,42 @@ class NewRunScreen(NelScreen):
     def _text(self, field: str) -> str:
         return self.query_one(f"#{field}", Input).value.strip()
 
+    def _value(self, field: FlagField) -> Any:
+        """What a spec field of the form holds (None: left empty); ``UsageError`` names a bad one."""
+        widget = self.query_one(f"#{field.dest}")
+        if isinstance(widget, Select):
+            return None if widget.is_blank() else str(widget.value)
+        text = self._text(field.dest)
+        if not text:
+            return None
+        try:
+            return field.convert(text)
+        except ArgumentTypeError as exc:
+            raise UsageError(f"{field.dest}: {exc}") from None
+
     def request(self) -> RunRequest:
         """The form as a request; ``UsageError`` names the field that is wrong."""
         store = resolve_store_path(self.nel.store_path)
-        select = self.query_one("#bench", Select)
-        numbers: dict[str, int | None] = {}
-        for field in _INTEGER_FIELDS:
-            text = self._text(field)
-            try:
-                numbers[field] = int(text) if text else None
-            except ValueError:
-                raise UsageError(f"{field}: {text!r} is not a whole number") from None
+        values = {f.dest: self._value(f) for f in form_fields()}
+        shards_text = self._text("shards")
+        try:
+            shards = int(shards_text) if shards_text else 1
+        except ValueError:
+            raise UsageError(f"shards: {shards_text!r} is not a whole number") from None
         latency_text = self._text("mock_latency_ms")
         try:
             latency = float(latency_text) if latency_text else 0.0
         except ValueError:
             raise UsageError(f"mock_latency_ms: {latency_text!r} is not a number") from None
-        model_url = self._text("model_url") or None
+        model_url = values.pop("model_url")
         if latency and model_url != MOCK:
             raise UsageError(f"mock_latency_ms: applies to the built-in mock model only (model URL {MOCK})")
         config = self._text("config")
+        named = {name: values.pop(name) for name in _NAMED}
         request = RunRequest(
-            store=store, output_dir=store.parent,
-            bench=None if select.is_blank() else str(select.value),
-            model_url=model_url, model_id=self._text("model_id") or None,
-            config=Path(config).expanduser() if config else None,
-            repeats=numbers["repeats"], max_problems=numbers["max_problems"],
-            max_concurrent=numbers["max_concurrent"], shards=1 if numbers["shards"] is None else numbers["shards"],
-            sandbox=None if (box := self.query_one("#sandbox", Select)).is_blank() else str(box.value),
-            mock_latency_ms=latency,
+            store=store, output_dir=store.parent, model_url=model_url,
+            config=Path(config).expanduser() if config else None, shards=shards, mock_latency_ms=latency,
+            values={k: v for k, v in values.items() if v is not None}, **named,
         )
         request.validate()
         return request

@@ -1,22 +1,23 @@
-"""Where ``/verify`` runs a benchmark's ``verify``: a pool of worker processes, or threads of the server.
+"""Where a benchmark's ``verify`` runs, off the event loop the other attempts share.
 
-Scoring is CPU work (regexes over the response, sympy for maths) and Python threads share one GIL: eight
-threads each scanning a large response stall the event loop, and with it ``/health``, for seconds. So
-``nel serve`` scores in a ``ProcessPoolExecutor`` sized to the cores; the event loop only awaits it.
+Scoring is CPU work (regexes over the response, sympy for maths) or a wait (a user's scorer doing I/O), and
+either stalls every other request in flight when it runs on the event loop. An environment declares which
+(``Capabilities.scoring``): ``inline`` (a cheap pure function: short responses are scored on the loop, a long
+one in a thread), ``thread`` (``ThreadScoring``: may block, or unknown user code), ``process``
+(``ProcessScoring``: CPU-heavy, e.g. math-verify). The engine (``workbench.runs``) and ``nel serve`` use the same
+classes.
 
-- Workers are started by ``forkserver`` (``spawn`` where there is none), never by forking the running
-  server (its event loop and threads). Each builds the environment itself from an ``EnvSource``: the
+- Processes are started by ``forkserver`` (``spawn`` where there is none), never by forking the running
+  program (its event loop and threads). Each builds the environment itself from an ``EnvSource``: the
   benchmark's name and the BYOB files that define it, since a benchmark defined in a user's file does not
   pickle.
 - A worker that dies (a segfaulting extension, ``os._exit`` in a scorer, the OOM killer) breaks the whole
   pool: every request waiting on it fails at once. The pool is replaced, and each of those requests is
   scored again alone, in a process of its own: the one that kills that process too is the cause, and only
-  it gets a 503 (``ScoringCrashed``).
+  it fails (``ScoringCrashed``).
 - A worker scores in its main thread, so math-verify's ``signal.alarm`` bound on sympy applies there (in a
-  thread it cannot). Workers run at a lower priority than the server, and exit when the server does,
-  even when it is killed (they watch a pipe only the server holds open).
-- ``ThreadScoring`` is the server's old way (``--scoring-workers 0``): for benchmarks whose verify waits
-  rather than computes (a judge over HTTP) and for in-process tests of the app.
+  thread it cannot). Workers run at a lower priority than their parent, and exit when it does, even when it
+  is killed (they watch a pipe only the parent holds open).
 """
 
 from __future__ import annotations
@@ -58,9 +59,19 @@ class ScoringCrashed(Exception):
 
 
 class Scoring(Protocol):
-    """What the app awaits for a verdict; raises ``ScoringUnavailable`` or ``ScoringCrashed``."""
+    """What the engine and the server await for a verdict; raises ``ScoringUnavailable`` or ``ScoringCrashed``."""
 
     async def verify(self, text: str, expected: str, kwargs: dict[str, Any]) -> VerifyResult: ...
+
+
+Verifier = Scoring
+
+
+def default_verifier(env: EvalEnvironment, threads: int = DEFAULT_VERIFY_THREADS) -> Scoring:
+    """As the environment's scoring asks, without a process pool (that needs an ``EnvSource``: the caller's)."""
+    if env.capabilities.scoring == "inline":
+        return InlineScoring(env, threads)
+    return ThreadScoring(env, threads)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,14 +130,16 @@ def _ready() -> int:
 
 
 def score(env: EvalEnvironment, text: str, expected: str, kwargs: dict[str, Any]) -> VerifyResult:
-    """``env.verify``, with a scorer's bug on one odd response made a reward-0 verdict that says so."""
+    """``env.verify``, with a scorer's bug on one odd response made a ``scorer_error`` verdict that says so."""
+    from workbench.engine.verdicts import scorer_failed
+
     try:
         return env.verify(text, expected, **kwargs)
     except NelError as exc:
         raise ScoringUnavailable(str(exc)) from None
     except Exception as exc:
-        log.exception("verify raised on %s", env.name)
-        return VerifyResult(0.0, None, {"method": "error", "error": f"{type(exc).__name__}: {exc}"})
+        log.debug("verify raised on %s", env.name, exc_info=True)
+        return scorer_failed(exc)
 
 
 def _score_in_worker(text: str, expected: str, kwargs: dict[str, Any]) -> VerifyResult:
@@ -134,7 +147,25 @@ def _score_in_worker(text: str, expected: str, kwargs: dict[str, Any]) -> Verify
     return score(_ENV, text, expected, kwargs)
 
 
-# ---- in the server -----------------------------------------------------------------------------------
+# ---- in the server (or the engine) -------------------------------------------------------------------
+INLINE_MAX_CHARS = 16 * 1024
+"""An ``inline`` scorer scores a response up to this long on the event loop (tens of microseconds: a thread hop
+would cost more); a longer one goes to a thread."""
+
+
+class InlineScoring:
+    """A cheap, pure ``verify``: on the event loop for a short response, in a thread for a long one."""
+
+    def __init__(self, env: EvalEnvironment, threads: int = DEFAULT_VERIFY_THREADS) -> None:
+        self.env = env
+        self._threads = ThreadScoring(env, threads)
+
+    async def verify(self, text: str, expected: str, kwargs: dict[str, Any]) -> VerifyResult:
+        if len(text) <= INLINE_MAX_CHARS:
+            return score(self.env, text, expected, kwargs)
+        return await self._threads.verify(text, expected, kwargs)
+
+
 class ThreadScoring:
     """``verify`` in the server's own threads (at most ``threads`` at once): no isolation from the GIL."""
 
@@ -222,7 +253,7 @@ def _context() -> multiprocessing.context.BaseContext:
     fork of the running server, whose event loop and threads a child must not inherit."""
     if "forkserver" in multiprocessing.get_all_start_methods():
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["workbench.serve.scoring", "workbench.environments"])
+        context.set_forkserver_preload(["workbench.engine.verify_pool", "workbench.environments"])
         return context
     return multiprocessing.get_context("spawn")
 

@@ -1,0 +1,232 @@
+"""The composition root: a ``RunSpec``'s benchmark, evaluated, with its files written.
+
+``run_benchmark`` resolves what a benchmark of the spec names — the environment (a registered name, a BYOB
+file, a ``gym://`` URL), the solver (one model call, or the tool-calling agent loop), the sandboxes, the
+metrics — and calls ``run_evaluation``; then it writes the run's ``summary.json`` and, once the run is in the
+database, its artifacts. The CLI parses and prints around it; the TUI's background runs, every shard worker and
+the demo call the same function, so a run is assembled in one place.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import tempfile
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from workbench.analysis.artifacts import ExportResult, export_run, run_summary, write_summary_json
+from workbench.analysis.run_summary import RunSummary, summarize
+from workbench.engine import RunProgress, RunResult, Shard, run_evaluation, shard_from_env
+from workbench.engine.metrics import MetricSuite
+from workbench.engine.plan import RunPlan
+from workbench.engine.verify_pool import EnvSource, ProcessScoring, Scoring, default_workers
+from workbench.environments import EvalEnvironment, get_environment
+from workbench.errors import UsageError, path_error
+from workbench.solvers import SimpleSolver
+from workbench.solvers.base import Solver
+from workbench.solvers.tool_calling import ToolCallingSettings, ToolCallingSolver
+from workbench.spec import Benchmark, RunSpec, metric_specs, model_config
+from workbench.store import open_store
+from workbench.workers.local import LAUNCH_ENV
+
+T = TypeVar("T")
+OnStart = Callable[[RunProgress, RunPlan], None]
+Observer = Callable[[str], AbstractAsyncContextManager[OnStart | None]]
+"""Given a benchmark's label, a context around its run yielding what to call once the run has started (the CLI's
+progress bar, the TUI's live view); None: nobody watches."""
+
+
+@dataclass(frozen=True, slots=True)
+class BenchmarkOutcome:
+    """One benchmark of a spec, run: the engine's result, its summary and the files written for it."""
+
+    bench: Benchmark
+    result: RunResult
+    summary: RunSummary
+    summary_path: Path
+    export: ExportResult | None
+    metric_names: tuple[str, ...] | None
+    """Every metric's name (the primary first) when the benchmark is scored with several, else None."""
+
+    @property
+    def ok(self) -> bool:
+        return self.result.status == "complete"
+
+
+def run_async(coro: Coroutine[Any, Any, T]) -> T:
+    """Run on uvloop where available: the engine's hot loop is mostly event-loop overhead."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(coro)
+    return uvloop.run(coro)
+
+
+def run_benchmark(spec: RunSpec, bench: Benchmark, *, resume: bool = False, retry_errors: bool = False,
+                  observer: Observer | None = None) -> BenchmarkOutcome:
+    """Evaluate one benchmark of ``spec`` into its store and write its files (see the module docstring).
+
+    Every file is written before the caller prints anything: a closed standard output (``| head``) must not cost
+    a run its artifacts. Raises ``asyncio.CancelledError`` when interrupted (SIGTERM or Ctrl-C: completed steps
+    are kept), ``NelError`` for what a user can act on."""
+    output_dir, store = spec.output_dir, spec.store_path
+    writable_dir(output_dir, "output directory")
+    writable_dir(store.parent, "store directory")
+    env = environment(spec, bench)
+    model = model_config(spec, bench)
+    specs = metric_specs(spec, bench)
+    suite = None if specs is None else MetricSuite(env, specs)
+    shard = shard_from_env()
+    solver, tools = _solver(env, bench, model)
+    resume_key = f"{Path(spec.source).resolve()}#{bench.path}" if spec.source else None
+
+    async def go(verifier: Scoring | None) -> RunResult:
+        sandbox = bench.sandbox_spec
+        if sandbox is None:
+            return await evaluate(env, verifier)
+        from workbench.environments.sandboxed import Sandboxed
+        from workbench.sandbox import open_sandboxes
+
+        sandbox_tools = tools is not None and (bench.tool_solver.sandbox_tools if bench.tool_solver else True)
+        async with open_sandboxes(sandbox) as sandboxes:
+            await sandboxes.preflight()
+            return await evaluate(Sandboxed(env, sandboxes, tools=sandbox_tools,
+                                            response_mode=tools.response_mode if tools else "final_message"), None)
+
+    async def evaluate(env: EvalEnvironment, verifier: Scoring | None) -> RunResult:
+        async with (observer or _unobserved)(env.name) as on_start:
+            return await _with_sigterm(run_evaluation(
+                env, solver, store=store, n_repeats=bench.repeats or int(env.describe().get("default_repeats", 1)
+                                                                         or 1),
+                max_problems=bench.max_problems, problem_range=bench.problem_range,
+                max_concurrent=bench.max_concurrent, shard=shard, run_id=bench.run_id, resume=resume,
+                resume_key=resume_key,
+                config={"request_timeout": model.request_timeout, "max_retries": model.max_retries,
+                        "max_error_rate": bench.max_error_rate, **launch_config()},
+                on_start=on_start, metrics=suite, max_error_rate=bench.max_error_rate, retry_errors=retry_errors,
+                verifier=verifier,
+            ))
+
+    with _verifier(spec, bench, env) as verifier:
+        result = run_async(go(verifier))
+    summary = read_summary(store, result.run_id, shard)
+    name = f"summary-shard-{shard.idx}.json" if shard.sharded else "summary.json"
+    summary_path = write_summary_json(output_dir, summary, result, name)
+    export = None
+    if result.ingested and not shard.sharded:
+        export = export_run(store, result.run_id, output_dir / "runs" / result.run_id)
+    return BenchmarkOutcome(bench, result, summary, summary_path, export,
+                            None if suite is None else tuple(suite.names))
+
+
+@contextlib.contextmanager
+def _verifier(spec: RunSpec, bench: Benchmark, env: EvalEnvironment) -> Iterator[Scoring | None]:
+    """A pool of scoring processes for a CPU-heavy scorer (math-verify), for the run; else the engine's own
+    choice (the event loop for a cheap scorer, threads for one that may block)."""
+    if env.capabilities.scoring != "process" or bench.sandbox_spec is not None:
+        yield None
+        return
+    from workbench.environments.registry import resolve_benchmark
+
+    pool = ProcessScoring(EnvSource(resolve_benchmark(bench.name), tuple(spec.benchmark_files)), default_workers())
+    pool.start()
+    try:
+        yield pool
+    finally:
+        pool.close()
+
+
+def environment(spec: RunSpec, bench: Benchmark) -> EvalEnvironment:
+    """The environment a benchmark names: a registered benchmark, one a BYOB file defines (``-b FILE.py``, or
+    ``benchmark_files``), or a remote ``gym://`` one."""
+    from workbench.environments.registry import resolve_benchmark
+
+    return get_environment(resolve_benchmark(bench.name, spec.benchmark_files))
+
+
+def _solver(env: EvalEnvironment, bench: Benchmark, model: Any) -> tuple[Solver, ToolCallingSettings | None]:
+    """One model call per attempt, or the tool-calling agent loop (asked for, or the benchmark's own way)."""
+    s = bench.tool_solver
+    tools = None if s is None else ToolCallingSettings(
+        max_turns=s.max_turns, tool_timeout=s.tool_timeout, max_output_chars=s.max_output_chars,
+        response_mode=s.response_mode)
+    if tools is None and env.describe().get("solver") == "tool_calling":
+        tools = ToolCallingSettings(response_mode="sandbox_artifact")  # an agentic benchmark: its own loop
+    if tools is not None and s is not None and s.resource_service is not None:
+        offer = getattr(env, "offer_tools", None)
+        if not callable(offer):
+            raise UsageError(f"{bench.name}: only a gym:// benchmark (protocol=native) offers its server's tools")
+        offer()
+    elif tools is not None and (s is None or s.sandbox_tools) and bench.sandbox_spec is None:
+        raise UsageError(f"{bench.name}: an agent's tools act on a sandbox: give the run one (--sandbox "
+                         "docker|local, or sandbox: in a config)")
+    solver: Solver = SimpleSolver(model) if tools is None else ToolCallingSolver(model, tools)
+    return solver, tools
+
+
+@asynccontextmanager
+async def _unobserved(label: str) -> AsyncIterator[OnStart | None]:
+    yield None
+
+
+async def _with_sigterm(coro: Coroutine[Any, Any, T]) -> T:
+    """Treat SIGTERM like Ctrl-C: cancel the run so it records itself as interrupted."""
+    task = asyncio.ensure_future(coro)
+    loop = asyncio.get_running_loop()
+    previous = signal.getsignal(signal.SIGTERM)
+    with contextlib.suppress(NotImplementedError, RuntimeError):
+        loop.add_signal_handler(signal.SIGTERM, task.cancel)
+    try:
+        return await task
+    finally:
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.remove_signal_handler(signal.SIGTERM)
+        if callable(previous):  # the caller's own handler again (asyncio would leave the default: a kill)
+            signal.signal(signal.SIGTERM, previous)
+
+
+def read_summary(store: Path, run_id: str, shard: Shard | None = None) -> RunSummary:
+    """Recompute a run's (or one shard's) summary from its steps in the store."""
+    s = open_store(store)
+    runs = s.rows("SELECT n_tasks, n_repeats FROM runs WHERE run_id = ?", [run_id])
+    if not runs:
+        raise UsageError(f"{store}: no run {run_id!r}")
+    n_tasks, n_repeats = int(runs[0][0]), int(runs[0][1])
+    if shard is None or not shard.sharded:
+        return run_summary(s, {"run_id": run_id, "n_tasks": n_tasks, "n_repeats": n_repeats})
+    bounds = s.rows(
+        "SELECT problem_start, problem_end FROM run_shards WHERE run_id = ? AND shard_idx = ?", [run_id, shard.idx]
+    )
+    n_tasks = int(bounds[0][1] - bounds[0][0]) if bounds else 0
+    o = s.run_outcomes(run_id, shard.idx)
+    return summarize(
+        run_id, n_tasks=n_tasks, n_repeats=n_repeats, attempts=o.attempts, passes=o.passes,
+        latency_ms=o.latency_ms, failures=o.failures, tokens=o.tokens, errors=o.errors,
+    )
+
+
+def writable_dir(path: Path, what: str) -> Path:
+    """``path`` as a directory this process can write, made if missing; else one line naming it (exit 2)."""
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{path}: the {what} is a file, not a directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".nel-write-check-", dir=path)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise path_error(path, exc, f"write to the {what}") from None
+    return path
+
+
+def launch_config() -> dict[str, str]:
+    """The background launch this process works for (``NEL_LAUNCH_ID``, set by its supervisor), if any:
+    recorded with the run so the launch can find the runs of a config file it started."""
+    launch_id = os.environ.get(LAUNCH_ENV)
+    return {"launch_id": launch_id} if launch_id else {}

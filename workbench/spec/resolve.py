@@ -1,0 +1,66 @@
+"""From a ``RunSpec`` to what the engine runs with: a benchmark's ``ModelConfig`` and its metrics."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from workbench.errors import UsageError
+from workbench.model.config import ModelConfig, infer_protocol
+from workbench.spec.loader import Located
+from workbench.spec.models import ApiService, Benchmark, RunSpec
+
+if TYPE_CHECKING:
+    from workbench.engine.metrics import MetricSpec
+
+
+def _service_model(spec: RunSpec, name: str, system_prompt: str | None, timeout: float,
+                   located: Located | None) -> ModelConfig:
+    service = spec.services[name]
+    assert isinstance(service, ApiService)
+    try:
+        return ModelConfig(
+            url=service.url,
+            model_id=service.model,
+            protocol=service.protocol or infer_protocol(service.url) or "chat_completions",  # type: ignore[arg-type]
+            api_key=service.api_key,
+            system_prompt=system_prompt,
+            request_timeout=timeout,
+            max_retries=service.max_retries,
+            **dict(service.generation),  # the generation section's names are ModelConfig's
+        )
+    except UsageError as exc:
+        where = located.where(f"services.{name}") if located else f"services.{name}"
+        raise UsageError(f"{where}: {exc}") from None
+
+
+def model_config(spec: RunSpec, bench: Benchmark, located: Located | None = None) -> ModelConfig:
+    """The ``ModelConfig`` one benchmark of the suite is evaluated with."""
+    return _service_model(spec, bench.service, bench.effective_system_prompt, bench.timeout, located)
+
+
+def metric_specs(spec: RunSpec, bench: Benchmark, located: Located | None = None) -> list[MetricSpec] | None:
+    """The metrics of one suite entry (``None``: the benchmark's own scorer alone, as without ``scoring:``)."""
+    from workbench.engine.metrics import DEFAULT, MetricSpec
+    from workbench.environments import get_environment
+    from workbench.scoring.judge import DEFAULT_TEMPLATE
+
+    scoring = bench.scoring
+    if scoring is None:
+        return None
+    specs: list[MetricSpec] = []
+    if scoring.include_defaults:
+        default = str(get_environment(bench.name).describe().get("scorer") or "default")
+        specs.append(MetricSpec(name=default, type=DEFAULT))
+    for i, metric in enumerate(scoring.metrics):
+        assert metric.name is not None
+        if specs and metric.name == specs[0].name and scoring.include_defaults:
+            message = (f"{metric.name!r} already names the benchmark's own scorer (include_defaults); "
+                       "give this metric another name")
+            where = f"{bench.path}.scoring.metrics.{i}.name"
+            raise located.error(where, message) if located else UsageError(f"{where}: {message}")
+        judge = None
+        if metric.service is not None:
+            judge = _service_model(spec, metric.service, None, bench.timeout, located)
+        specs.append(MetricSpec(name=metric.name, type=metric.type, params=metric.params, judge=judge,
+                                template=metric.prompt or DEFAULT_TEMPLATE))
+    return specs
