@@ -8,6 +8,7 @@ live view (the same one the TUI's live screen reads), so what ``status`` shows i
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -191,6 +192,9 @@ def _shard_status(worker_pid: int | None, exit_code: int | None, launch_status: 
         return "done", ""
     if exit_code == _INTERRUPTED:
         return "stopped", "interrupted; completed steps kept"
+    if exit_code == -signal.SIGTERM and launch_status in ("stopping", "stopped"):
+        # stopped while it still started up, before it could take SIGTERM as Ctrl-C: it had no steps to keep
+        return "stopped", "stopped while starting"
     if exit_code < 0:
         return "dead", describe_exit(exit_code)
     return "failed", describe_exit(exit_code)

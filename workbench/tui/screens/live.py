@@ -50,6 +50,8 @@ class LiveScreen(NelScreen):
         self.launch: LaunchState | None = None
         self.polls = 0
         self._in_flight = False
+        self._launch_error = ""
+        """A refused stop or resume, kept on the message line until the next one."""
 
     def crumb(self) -> str:
         return f"nel › runs › {self.run_id} › live"
@@ -106,7 +108,7 @@ class LiveScreen(NelScreen):
                 self.say(f"Run {self.run_id} is not in this store (gone, or not started yet); still looking.",
                          error=True)
             return
-        self.say("")
+        self.say(self._launch_error, error=bool(self._launch_error))
         self.meter.add(message.at, snap.run.n_steps, snap.run.total_tokens)
         self._headline(snap)
         self._shards(snap)
@@ -115,6 +117,10 @@ class LiveScreen(NelScreen):
         self._latest(snap)
 
     def failed(self, group: str, text: str) -> None:
+        if group == "launch":  # a stop or resume refused: shown until the next one, not wiped by the next poll
+            self._launch_error = text
+            self.say(text, error=True)
+            return
         self._in_flight = False
         self.say(f"{text} (retrying)", error=True)
 
@@ -165,6 +171,7 @@ class LiveScreen(NelScreen):
     def on_launch_changed(self, message: LaunchChanged) -> None:
         if not self.current("launch", message.token):
             return
+        self._launch_error = ""
         self.launch = message.state
         self._workers(message.state)
         self.refresh_bindings()
