@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from pilot_helpers import screen_text, settle
+from recording_model import recording_model, url_of
 from textual.pilot import Pilot
 from textual.widgets import Input, Select
 
@@ -85,6 +86,22 @@ class TestNewRun:
             await wait_for(pilot, lambda: live.snapshot is not None and live.snapshot.run.status == "complete")
         rows = Store(store).rows("SELECT count(*), count(DISTINCT scoring_details->>'sandbox') FROM steps")
         assert rows == [(4, 1)]
+
+    async def test_the_extra_request_body_in_the_form_reaches_every_request(self, tmp_path: Path) -> None:
+        store = tmp_path / "nel.duckdb"
+        app = NelApp(store)
+        with recording_model() as model:
+            async with app.run_test(size=(100, 30)) as pilot:
+                await settle(pilot)
+                await pilot.press("n")
+                await fill(pilot, bench="gsm8k", model_url=url_of(model), model_id="m", repeats="1",
+                           max_problems="3", shards="2", extra_body='{"top_k": 20}')
+                await pilot.press("ctrl+s")
+                await wait_for(pilot, lambda: isinstance(app.screen, LiveScreen))
+                live = app.screen
+                assert isinstance(live, LiveScreen)
+                await wait_for(pilot, lambda: live.launch is not None and live.launch.status == "complete")
+        assert len(model.bodies) == 3 and all(body["top_k"] == 20 for body in model.bodies)
 
     async def test_stop_and_resume_from_the_live_view(self, tmp_path: Path) -> None:
         store = tmp_path / "nel.duckdb"

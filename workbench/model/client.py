@@ -117,6 +117,8 @@ def build_body(config: ModelConfig, messages: tuple[Message, ...], prompt: str, 
         body["frequency_penalty"] = config.frequency_penalty
     if config.presence_penalty is not None:
         body["presence_penalty"] = config.presence_penalty
+    if config.extra_body:
+        body.update(config.extra_body)
     return body
 
 

@@ -7,6 +7,7 @@ out of everything that is stored.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
@@ -39,6 +40,8 @@ class ModelConfig:
     stop: tuple[str, ...] | None = None
     frequency_penalty: float | None = None
     presence_penalty: float | None = None
+    extra_body: Mapping[str, Any] | None = None
+    """JSON merged into every request body (a server's own parameters, e.g. vLLM's ``top_k``)."""
     request_timeout: float = 120.0
     max_retries: int = 5
     backoff_base: float = 0.5
@@ -90,6 +93,8 @@ class ModelConfig:
             "stop": list(self.stop) if self.stop else None,
             "frequency_penalty": self.frequency_penalty,
             "presence_penalty": self.presence_penalty,
+            # Only when set: a run without it keeps the identity (and so the resume key) it always had.
+            **({"extra_body": dict(self.extra_body)} if self.extra_body else {}),
         }
 
 

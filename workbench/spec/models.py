@@ -14,6 +14,7 @@ file, line and dot-path (or the flag).
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import typing
 from pathlib import Path
@@ -36,7 +37,7 @@ from pydantic_core import PydanticCustomError
 
 from workbench.limits import MAX_CONCURRENT, MAX_REPEATS, Limit
 from workbench.sandbox.spec import SandboxSpec
-from workbench.spec.fields import Flag, Fraction, NonEmpty, Positive, Seconds, Strings
+from workbench.spec.fields import Flag, Fraction, NonEmpty, Positive, Seconds, Strings, kind_of
 
 PROTOCOLS = ("chat_completions", "completions", "responses")
 MAIN = "main"
@@ -76,6 +77,22 @@ def _limited(limit: Limit) -> Any:
 
 
 # ---- services -------------------------------------------------------------------------------------------------
+BODY_KEYS = frozenset({"model", "messages", "prompt", "input", "instructions", "stream", "temperature", "top_p",
+                       "max_tokens", "max_output_tokens", "seed", "stop", "frequency_penalty", "presence_penalty"})
+"""The request-body keys nel sets itself (``workbench.model.client.build_body``)."""
+
+
+def json_object(text: str) -> dict[str, Any]:
+    """A flag's text read as a JSON object (``--extra-body '{"top_k": 20}'``)."""
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"not valid JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"expected a JSON object, got {kind_of(value)}")
+    return value
+
+
 class Generation(Strict):
     """Sampling parameters sent with every request (and part of the run's identity)."""
 
@@ -87,6 +104,21 @@ class Generation(Strict):
     stop: Annotated[Strings | None, Flag("--stop", "stop sequence (repeatable)", metavar="TEXT", repeat=True)] = None
     frequency_penalty: Annotated[float | None, Field(ge=-2.0, le=2.0)] = None
     presence_penalty: Annotated[float | None, Field(ge=-2.0, le=2.0)] = None
+    extra_body: Annotated[dict[str, Any] | None,
+                          Flag("--extra-body", "JSON object merged into every request body: a server's own "
+                               "parameters, such as vLLM's top_k or chat_template_kwargs", metavar="JSON",
+                               parse=json_object, form=11, label="extra request body (JSON)",
+                               placeholder='{"chat_template_kwargs": {"enable_thinking": false}}')] = None
+    """Sent as given (part of the run's identity); a key nel sets itself is refused, so a setting has one home."""
+
+    @field_validator("extra_body")
+    @classmethod
+    def _not_nels_own(cls, body: dict[str, Any] | None) -> dict[str, Any] | None:
+        for key in body or {}:
+            if key in BODY_KEYS:
+                own = f"generation.{key}" if key in cls.model_fields else "nel"
+                raise problem(f"{key!r} is set by {own}, not here", field=key)
+        return body
 
 
 class ApiService(Strict):
