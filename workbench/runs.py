@@ -134,7 +134,8 @@ def _verifier(spec: RunSpec, bench: Benchmark, env: EvalEnvironment) -> Iterator
         return
     from workbench.environments.registry import resolve_benchmark
 
-    pool = ProcessScoring(EnvSource(resolve_benchmark(bench.name), tuple(spec.benchmark_files)), default_workers())
+    files = (*spec.benchmark_files, *([bench.name] if bench.name.endswith(".py") else []))  # `-b FILE.py` too
+    pool = ProcessScoring(EnvSource(resolve_benchmark(bench.name, files), tuple(map(str, files))), default_workers())
     pool.start()
     try:
         yield pool

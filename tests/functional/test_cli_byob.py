@@ -46,6 +46,27 @@ def test_eval_run_evaluates_a_user_benchmark_file(mock, project):
 
 
 @pytest.mark.timeout(60)
+def test_a_cpu_heavy_scorer_runs_in_scoring_processes_that_load_the_users_file(mock, project):
+    in_a_worker = "import multiprocessing\n    assert multiprocessing.parent_process() is not None"  # not nel's own
+    (project / "heavy.py").write_text(BENCH.replace('target_field="word")', 'target_field="word", scoring="process")')
+                                      .replace('"""Does the reply say anything at all?"""', in_a_worker))
+    proc = nel("eval", "run", "-b", "heavy.py", "--model-url", mock.base_url, "--model-id", "nel-mock",
+               "--no-progress", "--output-dir", "out", cwd=project)
+    assert_ok(proc)
+    steps = open_store(project / "out").sql("SELECT count(*) AS n, sum(reward) AS r, count(failure_category) AS f "
+                                           "FROM steps")
+    assert steps.rows() == [(8, 8.0, 0)]
+
+
+def test_an_unknown_scoring_mode_is_named(project):
+    (project / "odd.py").write_text(BENCH.replace('target_field="word")', 'target_field="word", scoring="gpu")'))
+    proc = nel("list", "--benchmark-file", "odd.py", cwd=project)
+    assert proc.returncode == 2  # shown as the user's own traceback, pointing at their line
+    assert 'odd.py", line 3, in <module>' in proc.stderr
+    assert "@benchmark echo-words: scoring='gpu'; use one of inline, thread, process" in proc.stderr
+
+
+@pytest.mark.timeout(60)
 def test_a_user_file_that_raises_shows_its_own_traceback(project):
     (project / "broken.py").write_text(textwrap.dedent("""\
         def load():

@@ -26,11 +26,11 @@ import traceback
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import orjson
 
-from workbench.environments.base import EvalEnvironment, SeedResult, VerifyResult
+from workbench.environments.base import Capabilities, EvalEnvironment, ScoringMode, SeedResult, VerifyResult
 from workbench.environments.dataset import read_jsonl_rows, task_id_of
 from workbench.environments.registry import register
 from workbench.errors import UsageError
@@ -87,6 +87,7 @@ class ByobEnvironment(EvalEnvironment):
     def __init__(self, spec: BenchmarkSpec) -> None:
         self.spec = spec
         self.name = spec.name
+        self.capabilities = Capabilities(scoring=spec.scoring)
         self._rows, digest = spec.load_rows()
         self._rendered = [self._render(i, row) for i, row in enumerate(self._rows)]
         self._task_ids = [task_id_of(row) for row in self._rows]
@@ -163,6 +164,7 @@ class BenchmarkSpec:
     field_mapping: dict[str, str] = field(default_factory=dict)
     system_prompt: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    scoring: ScoringMode = "thread"
 
     def where(self, idx: int) -> str:
         return f"{self.dataset_path or self.source}: row {idx + 1}"
@@ -218,8 +220,15 @@ def benchmark(
     field_mapping: Mapping[str, str] | None = None,
     system_prompt: str | None = None,
     extra: Mapping[str, Any] | None = None,
+    scoring: ScoringMode = "thread",
 ) -> Callable[[ScorerFn], ScorerFn]:
-    """Register a benchmark scored by the decorated ``@scorer`` function."""
+    """Register a benchmark scored by the decorated ``@scorer`` function.
+
+    ``scoring`` says where the scorer runs, off the event loop either way: ``"thread"`` (the default: it may
+    wait, on a file, a sandbox, a service) or ``"process"`` (it computes for a long time in Python, holding the
+    GIL: a pool of processes, one per core, so the run's other requests keep going)."""
+    if scoring not in get_args(ScoringMode):
+        raise UsageError(f"@benchmark {name}: scoring={scoring!r}; use one of {', '.join(get_args(ScoringMode))}")
 
     def decorate(fn: ScorerFn) -> ScorerFn:
         if not getattr(fn, "_nel_scorer", False):
@@ -227,7 +236,7 @@ def benchmark(
         source = Path(inspect.getsourcefile(fn) or ".").resolve()
         spec = BenchmarkSpec(name=name, dataset=dataset, prompt=prompt, target_field=target_field, scorer=fn,
                              source=source, field_mapping=dict(field_mapping or {}), system_prompt=system_prompt,
-                             extra=dict(extra or {}))
+                             extra=dict(extra or {}), scoring=scoring)
         register(name)(lambda: ByobEnvironment(spec))
         _LOADED.setdefault(source, []).append(name)
         return fn
