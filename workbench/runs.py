@@ -33,6 +33,7 @@ from workbench.solvers.base import Solver
 from workbench.solvers.tool_calling import ToolCallingSettings, ToolCallingSolver
 from workbench.spec import Benchmark, RunSpec, metric_specs, model_config
 from workbench.store import open_store
+from workbench.store.reader import Store
 from workbench.workers.local import LAUNCH_ENV
 
 T = TypeVar("T")
@@ -194,7 +195,11 @@ async def _with_sigterm(coro: Coroutine[Any, Any, T]) -> T:
 
 def read_summary(store: Path, run_id: str, shard: Shard | None = None) -> RunSummary:
     """Recompute a run's (or one shard's) summary from its steps in the store."""
-    s = open_store(store)
+    with open_store(store).pinned() as s:  # one connection (its set-up is most of the cost) for every query
+        return _summary_of(s, store, run_id, shard)
+
+
+def _summary_of(s: Store, store: Path, run_id: str, shard: Shard | None) -> RunSummary:
     runs = s.rows("SELECT n_tasks, n_repeats FROM runs WHERE run_id = ?", [run_id])
     if not runs:
         raise UsageError(f"{store}: no run {run_id!r}")

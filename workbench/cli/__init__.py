@@ -13,6 +13,10 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
+# httpx imports its own command-line client (click, rich, pygments: 30-60 ms) whenever those are installed; nel
+# never runs it, so that import is made to fail fast (httpx then defines a stub that explains itself).
+sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+
 DEFAULT_OUTPUT_DIR = "nel-results"
 
 

@@ -48,10 +48,10 @@ def _ssl_context() -> ssl.SSLContext:
     return ssl.create_default_context()
 
 
-def _transport() -> FastTransport | None:
+def _transport(secure: bool) -> FastTransport | None:
     if any(os.environ.get(v) for v in _PROXY_VARS):
         return None  # httpx's transport honours proxy settings
-    return FastTransport(_ssl_context())
+    return FastTransport(_ssl_context() if secure else None)  # plain HTTP (a local server) needs no TLS context
 
 
 class FatalModelError(Exception):
@@ -142,7 +142,7 @@ class ModelClient:
         self._rng = rng or random.Random()
         timeout = httpx.Timeout(config.request_timeout, connect=min(10.0, config.request_timeout))
         self._url = httpx.URL(self._endpoint)
-        self._fast = _transport()
+        self._fast = _transport(self._url.scheme == "https")
         if self._fast is not None:
             # Requests go straight to the transport: httpx's client-level merging of URLs,
             # headers and cookies costs more than the whole HTTP exchange on loopback.

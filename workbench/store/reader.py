@@ -327,12 +327,14 @@ class Store:
 
     def run(self, run_id: str) -> dict[str, Any]:
         """The ``runs`` row of ``run_id``; a clear error when it is not in the store."""
-        with self.connect() as con:
+        def read(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
             cur = con.execute("SELECT * FROM runs WHERE run_id = ?", [run_id])
             row = cur.fetchone()
             if row is None:
                 raise UsageError(f"{self.path}: no run {run_id!r} in this store")
             return dict(zip([d[0] for d in cur.description], row, strict=True))
+
+        return self.on_connection(read)  # inside ``pinned``, on its connection: no second set-up
 
 
 def _insert(con: duckdb.DuckDBPyConnection, table: str, columns: tuple[str, ...], rows: list[dict]) -> None:
