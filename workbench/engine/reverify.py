@@ -22,13 +22,13 @@ from workbench import __version__
 from workbench.engine.identity import identity_hash
 from workbench.engine.verdicts import answer_category, verify_safely
 from workbench.environments import get_environment
-from workbench.environments.base import VerifyResult
 from workbench.errors import UsageError
 from workbench.model.failures import NO_ANSWER_CATEGORIES
 from workbench.scoring import get_scorer, scorer_names
 from workbench.store.ingest import ingest
 from workbench.store.reader import Store
 from workbench.store.writer import ShardWriter
+from workbench.types import VerifyResult
 
 _BATCH = 1024
 

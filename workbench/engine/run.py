@@ -27,7 +27,7 @@ from workbench.engine.progress import RunProgress, StepListener
 from workbench.engine.sharding import Shard
 from workbench.engine.verdicts import answer_category, scorer_failed
 from workbench.engine.verify_pool import ScoringUnavailable, Verifier, default_verifier
-from workbench.environments.base import EvalEnvironment, SeedResult, VerifyResult, too_long
+from workbench.environments.base import EvalEnvironment, too_long
 from workbench.errors import NelError, RunFailed, UsageError
 from workbench.limits import MAX_CONCURRENT
 from workbench.model.client import FatalModelError
@@ -36,6 +36,7 @@ from workbench.solvers.base import Solver, SolverOutput, SolverWorker
 from workbench.solvers.tool_calling import tool_failures
 from workbench.store.ingest import ingest
 from workbench.store.writer import ShardWriter
+from workbench.types import SeedResult, VerifyResult
 
 # A run aborts when this many attempts in a row got no HTTP answer at all (the
 # endpoint went away); those attempts are not recorded, so --resume retries them.
