@@ -117,16 +117,15 @@ class Interval(NamedTuple):
 
 
 class RunStatus(StrEnum):
-    """A run's or a shard's status, as ``shard.json``, ``runs.status`` and ``shards.status`` store it."""
+    """A shard's status, as ``shard.json`` and ``run_shards.status`` store it, and a run's (``runs.status``, derived
+    from its shards': ``incomplete`` when some ended neither complete nor failed, or are missing)."""
 
     RUNNING = "running"
     COMPLETE = "complete"
     FAILED = "failed"
     INTERRUPTED = "interrupted"
+    INCOMPLETE = "incomplete"
 
-
-FINAL_RUN_STATUSES = frozenset({RunStatus.COMPLETE, RunStatus.INTERRUPTED, RunStatus.FAILED})
-"""The statuses a shard ends in (a ``running`` one is still going, or died without saying)."""
 
 
 class Verdict(StrEnum):
