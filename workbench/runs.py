@@ -33,6 +33,7 @@ from workbench.solvers.base import Solver
 from workbench.solvers.tool_calling import ToolCallingSettings, ToolCallingSolver
 from workbench.spec import Benchmark, RunSpec, metric_specs, model_config
 from workbench.store import open_store
+from workbench.types import RunStatus
 from workbench.workers.local import LAUNCH_ENV
 
 T = TypeVar("T")
@@ -56,7 +57,7 @@ class BenchmarkOutcome:
 
     @property
     def ok(self) -> bool:
-        return self.result.status == "complete"
+        return self.result.status == RunStatus.COMPLETE
 
 
 def run_async(coro: Coroutine[Any, Any, T]) -> T:

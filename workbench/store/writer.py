@@ -178,7 +178,7 @@ class ShardWriter:
             self._tasks_fd = None
 
     def finish(self, status: str, error: str | None = None) -> None:
-        """Roll what is left, wait for segments to land, and record the shard's final status."""
+        """Roll what is left, wait for segments to land, and record the shard's final status (a ``RunStatus``)."""
         self._close_tasks()
         self.roll()
         self._pool.shutdown(wait=True)
