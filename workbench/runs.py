@@ -34,6 +34,7 @@ from workbench.solvers.tool_calling import ToolCallingSettings, ToolCallingSolve
 from workbench.spec import Benchmark, RunSpec, metric_specs, model_config
 from workbench.store import open_store
 from workbench.store.reader import Store
+from workbench.types import RunStatus
 from workbench.workers.local import LAUNCH_ENV
 
 T = TypeVar("T")
@@ -57,7 +58,7 @@ class BenchmarkOutcome:
 
     @property
     def ok(self) -> bool:
-        return self.result.status == "complete"
+        return self.result.status == RunStatus.COMPLETE
 
 
 def run_async(coro: Coroutine[Any, Any, T]) -> T:

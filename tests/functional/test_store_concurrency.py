@@ -122,7 +122,7 @@ def recorded(mock: MockHandle, tmp_path_factory: pytest.TempPathFactory) -> tupl
             n_repeats=2,
             max_problems=6,
             max_concurrent=8,
-            listeners=[lambda _p, row: rows.append(row)],
+            listeners=[lambda _p, row: rows.append(dict(row))],
             ingest_at_end=False,
         )
     )

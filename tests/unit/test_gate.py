@@ -21,6 +21,7 @@ from workbench.analysis.gate import (
     run_gate,
 )
 from workbench.errors import UsageError
+from workbench.types import GateStatus
 
 
 def write_policy(tmp_path: Path, text: str) -> Path:
@@ -133,7 +134,8 @@ class TestBenchmarkStatus:
 
 
 def result(tier: str, status: str) -> BenchmarkResult:
-    return BenchmarkResult(rule=BenchmarkRule(f"{tier}-{status}", tier, max_drop=0.02), status=status, reason="r")
+    return BenchmarkResult(rule=BenchmarkRule(f"{tier}-{status}", tier, max_drop=0.02), status=GateStatus(status),
+                           reason="r")
 
 
 class TestDecision:

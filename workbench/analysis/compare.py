@@ -36,8 +36,9 @@ from workbench.stats.paired import (
     tasks_needed,
     wilcoxon_signed_rank,
 )
+from workbench.types import Verdict
 
-VERDICTS = ("PASS", "WARN", "BLOCK", "INCONCLUSIVE")
+VERDICTS = tuple(Verdict)
 UNCATEGORIZED = "uncategorized"
 CATEGORY = "category"
 
@@ -114,10 +115,6 @@ class MetricDelta:
 
     def test(self, name: str) -> SignificanceTest:
         return next(t for t in self.tests if t.name == name)
-
-    @property
-    def significant_drop(self) -> bool:
-        return self.decision_high < 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,7 +198,7 @@ class Comparison:
     categories: tuple[CategoryDelta, ...]
     runtime: tuple[RuntimeDelta, ...]
     flips: Flips
-    verdict: str
+    verdict: Verdict
     reasons: tuple[str, ...]
     warnings: tuple[str, ...]
     collapsed: tuple[CategoryDelta, ...] = ()  # collapsed_categories: named in the reasons
@@ -449,7 +446,7 @@ def verdict(
     coverage: Coverage | None = None,
     error_rate_delta: float = math.nan,
     categories: Sequence[CategoryDelta] = (),
-) -> tuple[str, tuple[str, ...]]:
+) -> tuple[Verdict, tuple[str, ...]]:
     """PASS / WARN / BLOCK / INCONCLUSIVE and the reasons, from the paired delta ``d`` of ``score``, its
     decision interval ``[lo, hi]`` and the tolerance ``m = max_drop`` (the first rule that holds wins):
 
@@ -470,31 +467,31 @@ def verdict(
     reasons: list[str] = []
     span = f"{d:+.4f} (95 % interval {lo:+.4f} to {hi:+.4f}, {score.n_tasks} paired tasks)"
     if score.n_tasks == 0:
-        result, reasons = "INCONCLUSIVE", ["no task was attempted in both runs: nothing to compare"]
+        result, reasons = Verdict.INCONCLUSIVE, ["no task was attempted in both runs: nothing to compare"]
     elif hi < 0 and d < -m:
-        result = "BLOCK"
+        result = Verdict.BLOCK
         reasons.append(f"{name} dropped {span}: a significant drop larger than the tolerated {m:.4f}")
     elif hi < 0:
-        result = "WARN"
+        result = Verdict.WARN
         reasons.append(f"{name} dropped {span}: significant, but within the tolerated {m:.4f}")
     elif d < -m:
-        result = "WARN"
+        result = Verdict.WARN
         reasons.append(f"{name} dropped {span}: more than the tolerated {m:.4f}, but not significantly")
     elif lo < -m:
-        result = "INCONCLUSIVE"
+        result = Verdict.INCONCLUSIVE
         reasons.append(f"{name} changed {span}: a drop larger than the tolerated {m:.4f} cannot be ruled out")
         reasons.append(power_text(score, m))
     else:
-        result = "PASS"
+        result = Verdict.PASS
         reasons.append(f"{name} changed {span}: the interval rules out a drop larger than {m:.4f}")
     if not math.isnan(error_rate_delta) and error_rate_delta > m:
         reasons.append(f"the error rate rose by {error_rate_delta:.4f}, more than {m:.4f}")
-        if result in ("PASS", "INCONCLUSIVE"):
-            result = "WARN"
+        if result in (Verdict.PASS, Verdict.INCONCLUSIVE):
+            result = Verdict.WARN
     collapsed = collapsed_categories(categories, m) if score.n_tasks else ()
     reasons += [category_reason(d, m) for d in collapsed]
-    if collapsed and result in ("PASS", "INCONCLUSIVE"):
-        result = "WARN"
+    if collapsed and result in (Verdict.PASS, Verdict.INCONCLUSIVE):
+        result = Verdict.WARN
     if coverage is not None and (coverage.only_baseline or coverage.only_candidate):
         reasons.append(f"{len(coverage.only_baseline)} tasks only in the baseline and "
                        f"{len(coverage.only_candidate)} only in the candidate are not in the paired statistics")

@@ -31,11 +31,12 @@ from workbench.analysis.sources import RunData, load_run
 from workbench.errors import UsageError
 from workbench.spec.loader import Located, load_config_tree
 from workbench.stats.paired import tasks_to_resolve
+from workbench.types import GateDecision, GateStatus
 
 TIERS = ("critical", "supporting", "advisory")
 DIRECTIONS = ("higher_is_better", "lower_is_better")
-STATUSES = ("PASS", "BREACH", "INSUFFICIENT_EVIDENCE", "MISSING")
-DECISIONS = ("GO", "NO-GO", "INCONCLUSIVE")
+STATUSES = tuple(GateStatus)
+DECISIONS = tuple(GateDecision)
 RULE_KEYS = ("tier", "max_drop", "max_relative_drop", "metric", "direction")
 TOP_KEYS = ("name", "defaults", "benchmarks", "supporting_breaches_for_no_go")
 DEFAULT_SUPPORTING_BREACHES = 2
@@ -209,7 +210,7 @@ class BenchmarkResult:
     ``collapsed`` the categories that collapsed (``compare.collapsed_categories``), whatever the status."""
 
     rule: BenchmarkRule
-    status: str
+    status: GateStatus
     reason: str
     metric: str | None = None
     baseline_run: str | None = None
@@ -225,14 +226,14 @@ class BenchmarkResult:
         return self.score.delta if self.score else math.nan
 
 
-def benchmark_status(rule: BenchmarkRule, score: MetricDelta) -> tuple[str, float, str]:
+def benchmark_status(rule: BenchmarkRule, score: MetricDelta) -> tuple[GateStatus, float, str]:
     """``(status, tolerance, reason)`` from the paired delta. With ``g`` the change in the good direction
     (``d``, or ``−d`` when lower is better), ``[glo, ghi]`` its interval and ``m`` the tolerance:
     BREACH when ``ghi < 0`` and ``g < −m`` (a significant drop beyond tolerance); PASS when ``glo ≥ −m``
     (the interval rules out a drop beyond tolerance); otherwise INSUFFICIENT_EVIDENCE. No paired task:
     MISSING."""
     if score.n_tasks == 0:
-        return "MISSING", math.nan, "no task was attempted in both runs"
+        return GateStatus.MISSING, math.nan, "no task was attempted in both runs"
     m = rule.tolerance(score.baseline)
     lower = rule.direction == "lower_is_better"
     g, glo, ghi = ((-score.delta, -score.decision_high, -score.decision_low) if lower
@@ -242,10 +243,11 @@ def benchmark_status(rule: BenchmarkRule, score: MetricDelta) -> tuple[str, floa
             f"95 % interval {score.decision_low:+.4f} to {score.decision_high:+.4f}, {score.n_tasks} tasks); "
             f"tolerated drop {m:.4f}{' (lower is better)' if lower else ''}")
     if ghi < 0 and g < -m:
-        return "BREACH", m, f"{told}: a significant drop beyond tolerance"
+        return GateStatus.BREACH, m, f"{told}: a significant drop beyond tolerance"
     if glo >= -m:
-        return "PASS", m, f"{told}: a drop beyond tolerance is ruled out"
-    return "INSUFFICIENT_EVIDENCE", m, f"{told}: a drop beyond tolerance cannot be ruled out ({_power(score, g, m)})"
+        return GateStatus.PASS, m, f"{told}: a drop beyond tolerance is ruled out"
+    return (GateStatus.INSUFFICIENT_EVIDENCE, m,
+            f"{told}: a drop beyond tolerance cannot be ruled out ({_power(score, g, m)})")
 
 
 def _power(score: MetricDelta, g: float, m: float) -> str:
@@ -273,7 +275,7 @@ def evaluate_benchmark(rule: BenchmarkRule, baseline: RunData, candidate: RunDat
                          seed=seed, n_resamples=n_resamples)
     status, tolerance, reason = benchmark_status(rule, score)
     g = -score.delta if rule.direction == "lower_is_better" else score.delta
-    needed = tasks_to_resolve(g, tolerance, score.sd) if status == "INSUFFICIENT_EVIDENCE" else None
+    needed = tasks_to_resolve(g, tolerance, score.sd) if status == GateStatus.INSUFFICIENT_EVIDENCE else None
     collapsed: tuple[CategoryDelta, ...] = ()
     if CATEGORY in paired.columns and rule.direction == "higher_is_better" and not math.isnan(tolerance):
         collapsed = collapsed_categories(category_deltas(paired), tolerance)
@@ -285,7 +287,7 @@ def evaluate_benchmark(rule: BenchmarkRule, baseline: RunData, candidate: RunDat
 # ---- the whole gate ------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class GateResult:
-    decision: str
+    decision: GateDecision
     reasons: tuple[str, ...]
     benchmarks: tuple[BenchmarkResult, ...]
     policy: Policy
@@ -302,7 +304,7 @@ class GateResult:
         })
 
 
-def decide(results: tuple[BenchmarkResult, ...], policy: Policy) -> tuple[str, tuple[str, ...]]:
+def decide(results: tuple[BenchmarkResult, ...], policy: Policy) -> tuple[GateDecision, tuple[str, ...]]:
     """GO / NO-GO / INCONCLUSIVE with the reasons.
 
     NO-GO: a critical benchmark breached or missing, or at least ``supporting_breaches_for_no_go``
@@ -311,22 +313,24 @@ def decide(results: tuple[BenchmarkResult, ...], policy: Policy) -> tuple[str, t
     advisory benchmark are reasons only: they never block.
     """
     reasons = []
-    critical_fail = [r for r in results if r.rule.tier == "critical" and r.status in ("BREACH", "MISSING")]
-    critical_unsure = [r for r in results if r.rule.tier == "critical" and r.status == "INSUFFICIENT_EVIDENCE"]
-    supporting_breach = [r for r in results if r.rule.tier == "supporting" and r.status == "BREACH"]
+    critical_fail = [r for r in results
+                     if r.rule.tier == "critical" and r.status in (GateStatus.BREACH, GateStatus.MISSING)]
+    critical_unsure = [r for r in results
+                       if r.rule.tier == "critical" and r.status == GateStatus.INSUFFICIENT_EVIDENCE]
+    supporting_breach = [r for r in results if r.rule.tier == "supporting" and r.status == GateStatus.BREACH]
     limit = policy.supporting_breaches_for_no_go
     for r in results:
-        if r.status != "PASS":
+        if r.status != GateStatus.PASS:
             reasons.append(f"{r.rule.tier} {r.rule.benchmark}: {r.status}: {r.reason}")
         reasons += [f"{r.rule.tier} {r.rule.benchmark}: {category_reason(d, r.tolerance)}" for d in r.collapsed]
     if critical_fail or len(supporting_breach) >= limit:
-        decision = "NO-GO"
+        decision = GateDecision.NO_GO
         if len(supporting_breach) >= limit:
             reasons.append(f"{len(supporting_breach)} supporting benchmarks breached (NO-GO from {limit})")
     elif critical_unsure:
-        decision = "INCONCLUSIVE"
+        decision = GateDecision.INCONCLUSIVE
     else:
-        decision = "GO"
+        decision = GateDecision.GO
         if supporting_breach:
             reasons.append(f"{len(supporting_breach)} supporting benchmark breached: a reason, not a NO-GO "
                            f"(that takes {limit})")
@@ -351,14 +355,14 @@ def run_gate(baseline_dir: Path, candidate_dir: Path, policy: Policy, *, seed: i
         notes = tuple(n for n in (base_note, cand_note) if n)
         if base is None or cand is None:
             where = " or ".join(side for side, run in (("baseline", base), ("candidate", cand)) if run is None)
-            results.append(BenchmarkResult(rule=rule, status="MISSING", notes=notes,
+            results.append(BenchmarkResult(rule=rule, status=GateStatus.MISSING, notes=notes,
                                            reason=f"no exported run of {rule.benchmark} in the {where} directory"))
             continue
         try:
             base_data = load_run(str(base.bundle), metric=rule.metric)
             cand_data = load_run(str(cand.bundle), metric=rule.metric or base_data.metric)
         except UsageError as exc:
-            results.append(BenchmarkResult(rule=rule, status="MISSING", reason=str(exc), notes=notes))
+            results.append(BenchmarkResult(rule=rule, status=GateStatus.MISSING, reason=str(exc), notes=notes))
             continue
         results.append(evaluate_benchmark(rule, base_data, cand_data, seed=seed, n_resamples=n_resamples,
                                           notes=notes))

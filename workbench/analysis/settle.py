@@ -15,6 +15,7 @@ from pathlib import Path
 
 from workbench.analysis.artifacts import export_is_current, export_run
 from workbench.store.completeness import RunCompleteness, runs_to_settle
+from workbench.types import RunStatus
 
 FINISHED_SHARD = frozenset({"complete", "failed"})
 
@@ -30,12 +31,12 @@ class SettledRun:
     @property
     def settled(self) -> bool:
         """Complete and exported: a merge has nothing to add (and says nothing, unless it touched the run)."""
-        return self.run.status == "complete" and self.export is None and not self.touched
+        return self.run.status == RunStatus.COMPLETE and self.export is None and not self.touched
 
     @property
     def incomplete(self) -> bool:
         """Not complete, and no running shard will make it so: a merge that leaves it exits 1."""
-        return self.run.status not in ("complete", "running")
+        return self.run.status not in (RunStatus.COMPLETE, RunStatus.RUNNING)
 
 
 def export_dir(store: Path, run_id: str) -> Path:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from workbench.environments.base import SeedResult, VerifyResult
 from workbench.model.client import ModelResponse
 from workbench.solvers.tools import ToolBox
+from workbench.types import SeedResult, VerifyResult
 
 
 class RemoteAttempt(Protocol):

@@ -16,7 +16,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from workbench.environments.base import EvalEnvironment, SeedResult, VerifyResult
+from workbench.environments.base import EvalEnvironment
 from workbench.errors import UsageError
 from workbench.model.client import ModelClient, prepare
 from workbench.model.config import ModelConfig, redact_url
@@ -25,6 +25,7 @@ from workbench.scoring import get_scorer
 from workbench.scoring.judge import DEFAULT_TEMPLATE, check_template, parse_verdict, render_prompt
 from workbench.solvers.base import SolverOutput
 from workbench.solvers.simple import SimpleSolver
+from workbench.types import SeedResult, VerifyResult
 
 DEFAULT = "default"
 """Metric type meaning "the benchmark's own scorer"."""

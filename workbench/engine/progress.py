@@ -11,7 +11,8 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+
+from workbench.types import Step
 
 
 @dataclass(slots=True)
@@ -47,7 +48,7 @@ class RunProgress:
         """Share of this session's attempts that passed (pass@1 over attempts so far)."""
         return self.n_pass / self.done if self.done else None
 
-    def record(self, row: dict[str, Any]) -> None:
+    def record(self, row: Step) -> None:
         self.done += 1
         if row["passed"]:
             self.n_pass += 1
@@ -58,4 +59,4 @@ class RunProgress:
                 self.n_errors += 1
 
 
-StepListener = Callable[[RunProgress, dict[str, Any]], None]
+StepListener = Callable[[RunProgress, Step], None]

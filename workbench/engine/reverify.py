@@ -22,13 +22,13 @@ from workbench import __version__
 from workbench.engine.identity import identity_hash
 from workbench.engine.verdicts import answer_category, verify_safely
 from workbench.environments import get_environment
-from workbench.environments.base import VerifyResult
 from workbench.errors import UsageError
 from workbench.model.failures import NO_ANSWER_CATEGORIES
 from workbench.scoring import get_scorer, scorer_names
 from workbench.store.ingest import ingest
 from workbench.store.reader import Store
 from workbench.store.writer import ShardWriter
+from workbench.types import RunStatus, VerifyResult
 
 _BATCH = 1024
 
@@ -118,9 +118,9 @@ def reverify_run(store: Path, run_id: str, scorer: str | None = None,
     try:
         reader.query("SELECT * FROM steps WHERE run_id = ? ORDER BY task_idx, repeat", [run_id], rescore)
     except BaseException:
-        writer.finish("failed", "reverify stopped")
+        writer.finish(RunStatus.FAILED, "reverify stopped")
         raise
-    writer.finish("complete")
+    writer.finish(RunStatus.COMPLETE)
     ingest(store)
     return ReverifyResult(run_id, new_id, counts["steps"], counts["rescored"], counts["changed"])
 

@@ -27,7 +27,7 @@ from workbench.engine.progress import RunProgress, StepListener
 from workbench.engine.sharding import Shard
 from workbench.engine.verdicts import answer_category, scorer_failed
 from workbench.engine.verify_pool import ScoringUnavailable, Verifier, default_verifier
-from workbench.environments.base import EvalEnvironment, SeedResult, VerifyResult, too_long
+from workbench.environments.base import EvalEnvironment, too_long
 from workbench.errors import NelError, RunFailed, UsageError
 from workbench.limits import MAX_CONCURRENT
 from workbench.model.client import FatalModelError
@@ -36,6 +36,7 @@ from workbench.solvers.base import Solver, SolverOutput, SolverWorker
 from workbench.solvers.tool_calling import tool_failures
 from workbench.store.ingest import ingest
 from workbench.store.writer import ShardWriter
+from workbench.types import RunStatus, SeedResult, Step, VerifyResult
 
 # A run aborts when this many attempts in a row got no HTTP answer at all (the
 # endpoint went away); those attempts are not recorded, so --resume retries them.
@@ -68,7 +69,7 @@ class RunResult:
     run_id: str
     store: Path
     shard: Shard
-    status: str
+    status: RunStatus
     steps_written: int
     steps_skipped: int
     shard_steps: int
@@ -114,7 +115,7 @@ def _dumps(value: Any) -> str | None:
 def _step_row(
     plan: RunPlan, idx: int, rep: int, seed: SeedResult, seed_ms: float, started_at: float,
     out: SolverOutput, verdict: VerifyResult, model_ms: float, verify_ms: float, scores: dict[str, Any] | None,
-) -> dict[str, Any]:
+) -> Step:
     m = out.model
     category = m.failure if m.failure is not None else answer_category(out.response, verdict)
     details = verdict.scoring_details
@@ -180,10 +181,10 @@ class _Loop:
         self.listeners = listeners
         self.verifier = verifier
         self.work = _work(env, plan, writer)
-        self.unreachable: list[dict[str, Any]] = []  # held back while the endpoint looks dead
+        self.unreachable: list[Step] = []  # held back while the endpoint looks dead
         self.n_errors = 0  # attempts of this session that reached no verdict (ERROR_CATEGORIES)
 
-    def _emit(self, row: dict[str, Any]) -> None:
+    def _emit(self, row: Step) -> None:
         try:
             self.writer.append(row)
         except OSError as exc:  # a full disk, a store directory gone: the steps written so far are kept
@@ -194,7 +195,7 @@ class _Loop:
         for listener in self.listeners:
             listener(self.progress, row)
 
-    def commit(self, row: dict[str, Any]) -> None:
+    def commit(self, row: Step) -> None:
         if row["http_status"] is None and row["failure_category"] == "server_error":
             self.unreachable.append(row)
             if len(self.unreachable) >= _DEAD_ENDPOINT_STREAK:
@@ -335,7 +336,7 @@ async def run_evaluation(
     loop = _Loop(env, plan, writer, progress, listeners,
                  verifier or default_verifier(env, threads=max(1, min(max_concurrent, 64))))
     started = time.monotonic()
-    status, error = "complete", None
+    status, error = RunStatus.COMPLETE, None
     try:
         n_workers = max(1, min(max_concurrent, remaining))
         async with asyncio.TaskGroup() as group:
@@ -345,7 +346,7 @@ async def run_evaluation(
         n_errors = plan.done_errors + loop.n_errors
         error = error_rate_verdict(n_errors, len(plan.done) + progress.done, max_error_rate)
         if error is not None:
-            status = "failed"
+            status = RunStatus.FAILED
     except BaseException as exc:
         status, error, cause = _classify_stop(exc)
         with contextlib.suppress(OSError, NelError):  # the disk may be full: the first error is the one to tell
@@ -369,23 +370,23 @@ async def run_evaluation(
     )
 
 
-def _classify_stop(exc: BaseException) -> tuple[str, str | None, BaseException | None]:
+def _classify_stop(exc: BaseException) -> tuple[RunStatus, str | None, BaseException | None]:
     """Map why the loop stopped to a shard status and the exception to surface."""
     if isinstance(exc, BaseExceptionGroup):
         leaves = list(_leaves(exc))
         for leaf in leaves:
             if isinstance(leaf, FatalModelError):
-                return "failed", str(leaf), RunFailed(str(leaf))
+                return RunStatus.FAILED, str(leaf), RunFailed(str(leaf))
         for leaf in leaves:
             if isinstance(leaf, RunFailed):
-                return "failed", str(leaf), leaf
+                return RunStatus.FAILED, str(leaf), leaf
         for leaf in leaves:
             if not isinstance(leaf, asyncio.CancelledError | KeyboardInterrupt):
-                return "failed", f"{type(leaf).__name__}: {leaf}", leaf
-        return "interrupted", None, None
+                return RunStatus.FAILED, f"{type(leaf).__name__}: {leaf}", leaf
+        return RunStatus.INTERRUPTED, None, None
     if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt | SystemExit):
-        return "interrupted", None, None
-    return "failed", f"{type(exc).__name__}: {exc}", None
+        return RunStatus.INTERRUPTED, None, None
+    return RunStatus.FAILED, f"{type(exc).__name__}: {exc}", None
 
 
 def _leaves(group: BaseExceptionGroup) -> Iterator[BaseException]:

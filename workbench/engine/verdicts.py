@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from workbench.environments.base import VerifyResult
 from workbench.model.failures import FailureCategory, classify_answer
+from workbench.types import VerifyResult
 
 
 def answer_category(response: str, verdict: VerifyResult) -> FailureCategory | None:

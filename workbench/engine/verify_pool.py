@@ -38,8 +38,9 @@ from typing import Any, Protocol
 
 import anyio
 
-from workbench.environments.base import EvalEnvironment, VerifyResult
+from workbench.environments.base import EvalEnvironment
 from workbench.errors import NelError, RunFailed
+from workbench.types import VerifyResult
 
 log = logging.getLogger("workbench.serve")
 

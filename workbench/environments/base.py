@@ -10,42 +10,13 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
-Message = dict[str, Any]
-"""An OpenAI-format chat message: ``{"role": ..., "content": ...}``."""
+from workbench.types import Message, SeedResult, VerifyResult
 
-
-@dataclass(frozen=True, slots=True)
-class SeedResult:
-    """One problem, ready to send to a model.
-
-    ``messages`` is the chat form (system prompt excluded: the solver adds the
-    run's system prompt); ``prompt`` is the same content as plain text for the
-    completions protocol.
-    """
-
-    prompt: str
-    messages: tuple[Message, ...]
-    expected_answer: str
-    task_id: str
-    metadata: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class VerifyResult:
-    """The verdict on one response.
-
-    ``extracted_answer`` is ``None`` when no answer could be found, and
-    ``scoring_details`` always says how the answer was found (or why not), so an
-    extraction failure is visible rather than silently scored as wrong.
-    """
-
-    reward: float
-    extracted_answer: str | None
-    scoring_details: dict[str, Any] = field(default_factory=dict)
-    metadata: dict[str, Any] = field(default_factory=dict)
+__all__ = ["AnswerKeyEntry", "Capabilities", "EvalEnvironment", "Message", "ScoringMode", "SeedResult", "VerifyResult",
+           "too_long"]
 
 
 def too_long(chars: int, limit: int) -> VerifyResult:

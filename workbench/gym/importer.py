@@ -35,6 +35,7 @@ from workbench.store.ingest import ingest
 from workbench.store.layout import segments_root
 from workbench.store.reader import Store
 from workbench.store.writer import ShardWriter
+from workbench.types import RunStatus
 
 TASK_INDEX_KEYS = ("_ng_task_index", "_task_index")
 """The task index, newest spelling first (``_task_index`` is what releases before 0.2 wrote)."""
@@ -512,7 +513,7 @@ def _write(store: Path, rollouts: Path, failures: Path | None, scan: _Scan, iden
                 if line_no == last and key not in scan.done:  # the last attempt stands; a later success wins
                     writer.append(step_row(row, _StepContext(run_id, *key, scan.task_rows[key[0]], mtime, attempts)))
     except BaseException:
-        writer.finish("failed", "import stopped")
+        writer.finish(RunStatus.FAILED, "import stopped")
         raise
-    writer.finish("complete")
+    writer.finish(RunStatus.COMPLETE)
     ingest(store)

@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 import orjson
 
-from workbench.environments.base import Capabilities, EvalEnvironment, Message, SeedResult, VerifyResult
+from workbench.environments.base import Capabilities, EvalEnvironment
 from workbench.environments.dataset import load_jsonl, task_id_of
 from workbench.errors import RunFailed, UsageError
 from workbench.gym import http
@@ -32,6 +32,7 @@ from workbench.gym.tools import HttpToolBox, discover_tools
 from workbench.gym.url import GymURL, parse_gym_url
 from workbench.model.client import ModelResponse
 from workbench.solvers.tools import ToolSpec
+from workbench.types import Message, SeedResult, VerifyResult
 
 _SEED_WINDOW = 64
 """Problems fetched together from ``nel serve`` on a seed cache miss (in parallel threads)."""

@@ -28,11 +28,11 @@ from typing import Any
 import httpx
 import orjson
 
-from workbench.environments.base import Message
 from workbench.model.config import ModelConfig, redact_url
 from workbench.model.failures import FailureCategory, classify_http_error
 from workbench.model.transport import FastTransport
 from workbench.secrets import redact_text
+from workbench.types import Message
 
 _RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
 _FATAL_STATUS = {401: "rejected the API key", 403: "refused access", 404: "has no such endpoint"}

@@ -9,21 +9,10 @@ agent (the tool-calling solver) was still calling tools when its turns ran out.
 from __future__ import annotations
 
 import re
-from typing import Literal, get_args
+from typing import get_args
 
-FailureCategory = Literal[
-    "rate_limit",
-    "timeout",
-    "server_error",
-    "context_window",
-    "model_error",
-    "empty_response",
-    "refusal",
-    "format_error",
-    "judge_error",
-    "max_turns_exhausted",
-    "scorer_error",
-]
+from workbench.types import FailureCategory
+
 FAILURE_CATEGORIES: tuple[FailureCategory, ...] = get_args(FailureCategory)
 NO_ANSWER_CATEGORIES: frozenset[FailureCategory] = frozenset(FAILURE_CATEGORIES[:5])
 """The exchange failed: no answer came back (so there is nothing to score again)."""

@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.environments.base import VerifyResult
 from workbench.errors import UsageError
+from workbench.types import VerifyResult
 
 Scorer = Callable[[str, str], VerifyResult]
 

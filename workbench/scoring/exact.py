@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from workbench.environments.base import VerifyResult
+from workbench.types import VerifyResult
 
 
 def score_exact(response: str, expected: str, *, case_sensitive: bool = True) -> VerifyResult:

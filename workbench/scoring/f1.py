@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from workbench.environments.base import VerifyResult
 from workbench.scoring.normalized import normalize_answer
+from workbench.types import VerifyResult
 
 ALTERNATIVES_SEPARATOR = " | "
 

@@ -15,7 +15,7 @@ import threading
 from functools import lru_cache
 from typing import Any
 
-from workbench.environments.base import VerifyResult
+from workbench.types import VerifyResult
 
 TIMEOUT_SECONDS = 5
 

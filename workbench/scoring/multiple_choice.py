@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from workbench.environments.base import VerifyResult
+from workbench.types import VerifyResult
 
 LETTERS = "ABCDEFGHIJ"
 

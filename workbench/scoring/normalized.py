@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import string
 
-from workbench.environments.base import VerifyResult
+from workbench.types import VerifyResult
 
 _PUNCTUATION = str.maketrans("", "", string.punctuation)
 _ARTICLES = re.compile(r"\b(?:a|an|the)\b")

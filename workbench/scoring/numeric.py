@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
-from workbench.environments.base import VerifyResult
+from workbench.types import VerifyResult
 
 # Digit runs are capped (300 digits, 99 thousands groups, 3-digit exponents) so a value always
 # converts within Python's int/str digit limit; a longer run is not read as a number at all.

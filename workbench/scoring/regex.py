@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from workbench.environments.base import VerifyResult
 from workbench.errors import UsageError
+from workbench.types import VerifyResult
 
 
 @lru_cache(maxsize=4096)

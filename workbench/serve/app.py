@@ -35,7 +35,7 @@ from workbench.engine.verify_pool import (
     ScoringUnavailable,
     ThreadScoring,
 )
-from workbench.environments.base import EvalEnvironment, SeedResult, VerifyResult, too_long
+from workbench.environments.base import EvalEnvironment, too_long
 from workbench.errors import NelError
 from workbench.serve.guard import Guard, error_json
 from workbench.serve.gym_format import FormatError, ParsedResponse, parse_response
@@ -48,6 +48,7 @@ from workbench.serve.models import (
     VerifyRequest,
     VerifyResponse,
 )
+from workbench.types import SeedResult, VerifyResult
 
 if TYPE_CHECKING:
     from workbench.sandbox.base import Sandboxes

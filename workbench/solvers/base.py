@@ -11,8 +11,8 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from workbench.environments.base import Message, SeedResult
 from workbench.model.client import ModelResponse
+from workbench.types import Message, SeedResult
 
 if TYPE_CHECKING:
     from workbench.solvers.tools import ToolBox

@@ -10,11 +10,11 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from workbench.environments.base import Message, SeedResult
 from workbench.errors import RunFailed
 from workbench.model.client import ModelClient, prepare
 from workbench.model.config import ModelConfig, redact_url
 from workbench.solvers.base import AttemptContext, SolverOutput
+from workbench.types import Message, SeedResult
 
 
 class SimpleWorker:

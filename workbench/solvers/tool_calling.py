@@ -22,7 +22,6 @@ from typing import Any, Literal
 
 import orjson
 
-from workbench.environments.base import Message, SeedResult
 from workbench.errors import UsageError
 from workbench.model.client import ModelClient, ModelResponse, PreparedRequest, build_body
 from workbench.model.config import ModelConfig
@@ -30,6 +29,7 @@ from workbench.model.failures import FailureCategory
 from workbench.solvers.base import AttemptContext, SolverOutput
 from workbench.solvers.simple import SimpleSolver
 from workbench.solvers.tools import ToolBox, ToolOutcome, truncate_middle
+from workbench.types import Message, SeedResult
 
 ResponseMode = Literal["final_message", "sandbox_artifact"]
 MAX_TURNS_EXHAUSTED: FailureCategory = "max_turns_exhausted"

@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from workbench.stats.intervals import Estimate, _check_confidence, _normal_quantile, mean_with_ci, wilson_interval
+from workbench.types import Interval
 
 Span = tuple[float, float]
 UNIT: Span = (0.0, 1.0)
@@ -57,7 +58,7 @@ def unit_span(values: npt.ArrayLike) -> Span | None:
 
 def spread_floor(
     mean: float, n: int, confidence: float = 0.95, span: Span = DIFFERENCE
-) -> tuple[float, float]:
+) -> Interval:
     """The narrowest interval a mean over ``n`` tasks can honestly claim.
 
     The t interval rests on the sample spread. When few tasks moved, that spread is itself badly
@@ -70,10 +71,10 @@ def spread_floor(
     """
     lo, hi = span
     if n <= 0 or math.isnan(mean):
-        return lo, hi
+        return Interval(lo, hi)
     z = _normal_quantile((1.0 + confidence) / 2.0)
     w = z * z / (n + z * z)
-    return mean - w * max(mean - lo, 0.0), mean + w * max(hi - mean, 0.0)
+    return Interval(mean - w * max(mean - lo, 0.0), mean + w * max(hi - mean, 0.0))
 
 
 def bound_interval(

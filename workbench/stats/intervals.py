@@ -17,6 +17,7 @@ import numpy.typing as npt
 
 from workbench.stats.quantiles import normal_quantile as _normal_quantile
 from workbench.stats.quantiles import t_quantile as _t_quantile
+from workbench.types import Interval
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +70,7 @@ def mean_with_ci(
 
 
 @overload
-def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]: ...
+def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> Interval: ...
 
 
 @overload
@@ -80,12 +81,12 @@ def wilson_interval(
 
 def wilson_interval(
     successes: npt.ArrayLike, n: npt.ArrayLike, confidence: float = 0.95
-) -> tuple[float, float] | tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+) -> Interval | tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """Wilson score interval for a binomial proportion (one task's pass rate, say).
 
     Unlike the normal approximation it stays inside ``[0, 1]`` and behaves at
     0/n and n/n. ``n == 0`` gives ``(0, 1)``: no evidence either way. Scalars in
-    give floats out; arrays broadcast and give arrays.
+    give an ``Interval`` of floats out; arrays broadcast and give arrays.
 
     Raises:
         ValueError: when a count is negative or ``successes > n``.
@@ -106,7 +107,7 @@ def wilson_interval(
     low = np.where(empty, 0.0, np.clip(centre - half, 0.0, 1.0))
     high = np.where(empty, 1.0, np.clip(centre + half, 0.0, 1.0))
     if scalar:
-        return float(low), float(high)
+        return Interval(float(low), float(high))
     return low, high
 
 

@@ -24,6 +24,7 @@ from workbench.stats.bounds import spread_floor as spread_floor  # re-exported: 
 from workbench.stats.intervals import Estimate, mean_with_ci
 from workbench.stats.quantiles import normal_quantile as _normal_quantile
 from workbench.stats.quantiles import t_quantile as _t_quantile
+from workbench.types import Interval
 
 ALPHA = 0.05
 POWER = 0.80
@@ -302,7 +303,7 @@ def paired_bootstrap_interval(
     n_resamples: int = N_RESAMPLES,
     seed: int = 0,
     confidence: float = 0.95,
-) -> tuple[float, float]:
+) -> Interval:
     """Percentile bootstrap interval of the mean difference, resampling tasks with replacement.
 
     A check on the t interval that assumes nothing about the shape of the differences. Drawing
@@ -317,7 +318,7 @@ def paired_bootstrap_interval(
     d = differences(baseline, candidate)
     n = d.size
     if n == 0:
-        return math.nan, math.nan
+        return Interval(math.nan, math.nan)
     rng = np.random.default_rng(seed)
     values, counts = _distinct_in_order(d)
     if values.size <= _MAX_DISTINCT_VALUES:
@@ -332,7 +333,7 @@ def paired_bootstrap_interval(
     tail = (1.0 - confidence) / 2.0
     low, high = np.quantile(means, [tail, 1.0 - tail])
     mean = float(d.mean())
-    return min(float(low), mean), max(float(high), mean)
+    return Interval(min(float(low), mean), max(float(high), mean))
 
 
 # ---- helpers -------------------------------------------------------------------------------------

@@ -45,10 +45,6 @@ class ShardDir:
     def shard_json(self) -> Path:
         return self.path / "shard.json"
 
-    @property
-    def tasks_parquet(self) -> Path:
-        return self.path / "tasks.parquet"
-
     def journals(self) -> list[Path]:
         return sorted(self.path.glob("journal-*.jsonl"))
 

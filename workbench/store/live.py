@@ -19,8 +19,9 @@ import orjson
 
 from workbench.errors import UsageError
 from workbench.store.layout import ShardDir, all_shard_dirs
+from workbench.types import RunStatus
 
-FINAL_SHARD_STATUSES = frozenset({"complete", "interrupted", "failed"})
+FINAL_SHARD_STATUSES = frozenset({RunStatus.COMPLETE, RunStatus.INTERRUPTED, RunStatus.FAILED})
 
 
 def _ts(value: float | None) -> datetime | None:
@@ -58,11 +59,11 @@ class LiveShard:
     def status(self) -> str:
         """The recorded status, with ``running`` turned into ``interrupted`` when the
         writing process is gone (a ``kill -9`` leaves no chance to record it)."""
-        status = str(self.shard.get("status", "running"))
-        if status == "running" and self.shard.get("host") == socket.gethostname():
+        status = str(self.shard.get("status", RunStatus.RUNNING))
+        if status == RunStatus.RUNNING and self.shard.get("host") == socket.gethostname():
             pid = self.shard.get("pid")
             if isinstance(pid, int) and not pid_alive(pid):
-                return "interrupted"
+                return RunStatus.INTERRUPTED
         return status
 
     @property
@@ -152,14 +153,14 @@ def run_row(header: dict[str, Any], shards: list[LiveShard], known_shard_status:
     for s in shards:
         statuses[int(s.shard["shard_idx"])] = s.status
     finished: list[float] = [float(s.shard["finished_at"]) for s in shards if s.shard.get("finished_at")]
-    if any(v == "running" for v in statuses.values()):
-        status = "running"
-    elif len(statuses) == total and all(v == "complete" for v in statuses.values()):
-        status = "complete"
-    elif any(v == "failed" for v in statuses.values()):
-        status = "failed"
+    if any(v == RunStatus.RUNNING for v in statuses.values()):
+        status = RunStatus.RUNNING
+    elif len(statuses) == total and all(v == RunStatus.COMPLETE for v in statuses.values()):
+        status = RunStatus.COMPLETE
+    elif any(v == RunStatus.FAILED for v in statuses.values()):
+        status = RunStatus.FAILED
     else:
-        status = "incomplete"
+        status = RunStatus.INCOMPLETE
     return {
         "run_id": header["run_id"],
         "benchmark": header["benchmark"],
@@ -176,6 +177,6 @@ def run_row(header: dict[str, Any], shards: list[LiveShard], known_shard_status:
         "total_shards": total,
         "status": status,
         "created_at": _ts(header["created_at"]),
-        "finished_at": _ts(max(finished)) if status != "running" and finished else None,
+        "finished_at": _ts(max(finished)) if status != RunStatus.RUNNING and finished else None,
         "nel_version": header.get("nel_version"),
     }

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import socket
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ from workbench.store.columns import JOURNAL_SENTINEL, journal_read_sql, sql_stri
 from workbench.store.database import MEMORY_LIMIT, limit_memory
 from workbench.store.layout import ShardDir, shard_dir
 from workbench.store.live import read_json_object
+from workbench.types import RunStatus
 
 _JOURNAL_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_APPEND
 
@@ -78,7 +79,6 @@ class ShardWriter:
         self._in_journal = 0
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nel-roll")
         self._pending: list[Future[bool]] = []
-        self.failed_rolls = 0
         # Journals left by a crashed process are rolled first, so the directory stays small.
         for leftover in self.dir.journals():
             self._submit_roll(leftover)
@@ -93,7 +93,7 @@ class ShardWriter:
             shard_header = {**shard_header, "retries": True}
         self._shard_header = {
             **shard_header,
-            "status": "running",
+            "status": RunStatus.RUNNING,
             "started_at": time.time(),
             "finished_at": None,
             "host": socket.gethostname(),
@@ -119,8 +119,11 @@ class ShardWriter:
         """The journal the next step goes to (named in an error when it cannot be written)."""
         return self._journal_path()
 
-    def append(self, row: dict[str, Any]) -> None:
+    def append(self, row: Mapping[str, Any]) -> None:
         """Persist one completed step (one ``write`` call), with no secret in it.
+
+        ``row`` is a ``Step`` (an importer's may lack the engine's own columns, ``turns`` or ``attempt``: they
+        read back as NULL).
 
         Redaction is one test of the serialized bytes against the registered secrets (none registered:
         no test at all); only a row that holds one is redacted, in its bytes (field by field, should a
@@ -164,7 +167,7 @@ class ShardWriter:
         keep = []
         for fut in self._pending:
             if wait or fut.done():
-                self.failed_rolls += not fut.result()
+                fut.result()  # False: the journal stays, read as it is (roll_journal)
             else:
                 keep.append(fut)
         self._pending = keep
@@ -175,7 +178,7 @@ class ShardWriter:
             self._tasks_fd = None
 
     def finish(self, status: str, error: str | None = None) -> None:
-        """Roll what is left, wait for segments to land, and record the shard's final status."""
+        """Roll what is left, wait for segments to land, and record the shard's final status (a ``RunStatus``)."""
         self._close_tasks()
         self.roll()
         self._pool.shutdown(wait=True)
