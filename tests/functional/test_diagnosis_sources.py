@@ -18,8 +18,8 @@ from workbench.analysis.diagnosis.evidence import ExportEvidence, StoreEvidence
 from workbench.analysis.sources import load_run
 from workbench.engine import run_evaluation
 from workbench.environments import get_environment
+from workbench.mock import mock_model
 from workbench.model.config import ModelConfig
-from workbench.model.mock import mock_model
 from workbench.solvers import SimpleSolver
 
 pytestmark = pytest.mark.timeout(120)
