@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from workbench.analysis.artifacts import ExportResult, export_run, run_summary, write_summary_json
 from workbench.analysis.run_summary import RunSummary, summarize
 from workbench.engine import RunProgress, RunResult, Shard, run_evaluation, shard_from_env
 from workbench.engine.metrics import MetricSuite
@@ -28,6 +27,7 @@ from workbench.engine.plan import RunPlan
 from workbench.engine.verify_pool import EnvSource, ProcessScoring, Scoring, default_workers
 from workbench.environments import EvalEnvironment, get_environment
 from workbench.errors import UsageError, path_error
+from workbench.export.artifacts import ExportResult, export_run, run_summary, write_summary_json
 from workbench.solvers import SimpleSolver
 from workbench.solvers.base import Solver
 from workbench.solvers.tool_calling import ToolCallingSettings, ToolCallingSolver

@@ -36,7 +36,7 @@ from typing import Any
 
 import orjson
 
-from workbench.model.mock import mock_model
+from workbench.mock import mock_model
 from workbench.store import open_store
 
 NEL = str(Path(sys.executable).with_name("nel"))

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from workbench.model.mock import MockHandle, mock_model
+from workbench.mock import MockHandle, mock_model
 from workbench.sandbox.daemon import DockerdMissing, ensure_dockerd
 from workbench.sandbox.image import DEFAULT_IMAGE, ensure_image
 

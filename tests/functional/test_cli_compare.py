@@ -11,7 +11,7 @@ import orjson
 import pytest
 from nel_helpers import assert_ok, assert_one_line_error, eval_args, nel
 
-from workbench.model.mock import mock_model
+from workbench.mock import mock_model
 from workbench.store import open_store
 
 pytestmark = pytest.mark.timeout(120)

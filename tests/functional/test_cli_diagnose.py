@@ -14,7 +14,7 @@ import pytest
 from nel_helpers import assert_ok, assert_one_line_error, eval_args, nel
 
 from workbench.analysis.diagnosis.report import HEURISTIC, NO_SECOND_RUN, SECTIONS
-from workbench.model.mock import mock_model
+from workbench.mock import mock_model
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -19,7 +19,7 @@ import polars as pl
 import pytest
 from nel_helpers import NEL, assert_ok, assert_one_line_error, clean_env, eval_args, nel
 
-from workbench.model.mock import MockHandle
+from workbench.mock import MockHandle
 from workbench.resources import sql_path
 from workbench.store import open_store
 

@@ -11,8 +11,8 @@ import pytest
 from nel_helpers import assert_ok, nel
 
 from workbench.environments import get_environment
-from workbench.model.mock import MockHandle
-from workbench.model.mock.skill import SkillProfile
+from workbench.mock import MockHandle
+from workbench.mock.skill import SkillProfile
 from workbench.scoring.code import extract_code
 
 pytestmark = pytest.mark.timeout(60)

@@ -12,7 +12,7 @@ import orjson
 import pytest
 from nel_helpers import assert_ok, assert_one_line_error, clean_env, eval_args, nel, nel_popen
 
-from workbench.model.mock import MockHandle, mock_model
+from workbench.mock import MockHandle, mock_model
 from workbench.store import open_store
 
 pytestmark = pytest.mark.timeout(120)

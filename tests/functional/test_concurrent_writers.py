@@ -14,7 +14,7 @@ import orjson
 import pytest
 from nel_helpers import NEL, clean_env, eval_args, nel, wait_for
 
-from workbench.model.mock import MockHandle, mock_model
+from workbench.mock import MockHandle, mock_model
 from workbench.store import open_store
 
 pytestmark = pytest.mark.timeout(240)

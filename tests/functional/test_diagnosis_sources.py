@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 
-from workbench.analysis.artifacts import export_run
 from workbench.analysis.diagnosis import Diagnosis, diagnose, evidence_for
 from workbench.analysis.diagnosis.evidence import ExportEvidence, StoreEvidence
 from workbench.analysis.sources import load_run
 from workbench.engine import run_evaluation
 from workbench.environments import get_environment
+from workbench.export.artifacts import export_run
+from workbench.mock import mock_model
 from workbench.model.config import ModelConfig
-from workbench.model.mock import mock_model
 from workbench.solvers import SimpleSolver
 
 pytestmark = pytest.mark.timeout(120)

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from nel_helpers import assert_ok, assert_one_line_error, clean_env, nel
 
-from workbench.model.mock import MockHandle
+from workbench.mock import MockHandle
 from workbench.sandbox.daemon import docker_answers
 from workbench.store.database import SCHEMA_VERSION, connect_rw
 

@@ -14,8 +14,8 @@ import workbench
 from workbench.engine import RunProgress, RunResult, Shard, run_evaluation
 from workbench.environments import get_environment
 from workbench.errors import UsageError
+from workbench.mock import MockHandle
 from workbench.model.config import ModelConfig
-from workbench.model.mock import MockHandle
 from workbench.solvers import SimpleSolver
 
 pytestmark = pytest.mark.timeout(60)

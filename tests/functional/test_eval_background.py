@@ -16,7 +16,7 @@ import orjson
 import pytest
 from nel_helpers import assert_ok, assert_one_line_error, eval_args, nel
 
-from workbench.model.mock import MockHandle, mock_model
+from workbench.mock import MockHandle, mock_model
 from workbench.store.reader import Store
 
 pytestmark = pytest.mark.timeout(120)

@@ -30,7 +30,7 @@ from nel_helpers import (
     wait_for,
 )
 
-from workbench.model.mock import MockHandle
+from workbench.mock import MockHandle
 from workbench.store import open_store
 
 pytestmark = pytest.mark.timeout(120)

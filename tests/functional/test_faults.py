@@ -13,8 +13,8 @@ from nel_helpers import assert_ok, eval_args, nel, nel_popen, step_count, wait_f
 
 from workbench.engine import RunResult, run_evaluation
 from workbench.environments import get_environment
+from workbench.mock import mock_model
 from workbench.model.config import ModelConfig
-from workbench.model.mock import mock_model
 from workbench.solvers import SimpleSolver
 from workbench.store import open_store
 

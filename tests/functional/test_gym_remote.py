@@ -21,7 +21,7 @@ from gym_helpers import GYM_PYTHON, NOT_INSTALLED, gym_resources_server
 from nel_helpers import NEL, assert_ok, assert_one_line_error, clean_env, free_port, nel, stop
 
 from workbench.environments import get_environment
-from workbench.model.mock import MockHandle
+from workbench.mock import MockHandle
 from workbench.store import open_store
 
 pytestmark = pytest.mark.timeout(240)

@@ -17,7 +17,7 @@ from nel_helpers import assert_ok, nel
 
 from workbench.errors import RunFailed
 from workbench.gym.tools import tools_from_openapi
-from workbench.model.mock import MockHandle
+from workbench.mock import MockHandle
 from workbench.store import open_store
 
 pytestmark = pytest.mark.timeout(240)

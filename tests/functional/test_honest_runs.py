@@ -14,7 +14,7 @@ import orjson
 import pytest
 from nel_helpers import NEL, assert_ok, assert_one_line_error, clean_env, eval_args, free_port, nel
 
-from workbench.model.mock import mock_model
+from workbench.mock import mock_model
 from workbench.store import open_store
 
 pytestmark = pytest.mark.timeout(120)

@@ -17,7 +17,7 @@ import pytest
 
 from workbench.environments import get_environment
 from workbench.errors import RunFailed
-from workbench.model.mock import MockHandle, mock_model
+from workbench.mock import MockHandle, mock_model
 
 pytestmark = pytest.mark.timeout(60)
 ROOT = Path(__file__).resolve().parents[2]
@@ -340,7 +340,7 @@ def test_timeout_fault_hangs_until_the_client_times_out() -> None:
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "workbench.model.mock", *args],
+        [sys.executable, "-m", "workbench.mock", *args],
         capture_output=True,
         text=True,
         timeout=30,
@@ -390,7 +390,7 @@ def test_sigterm_right_after_the_ready_line_is_never_lost() -> None:
 
 def test_sigint_exits_0_without_a_traceback() -> None:
     process = subprocess.Popen(
-        [sys.executable, "-m", "workbench.model.mock", "--skill-seed", "4"],
+        [sys.executable, "-m", "workbench.mock", "--skill-seed", "4"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -21,7 +21,7 @@ from nel_helpers import (
     wait_for_steps,
 )
 
-from workbench.model.mock import MockHandle, mock_model
+from workbench.mock import MockHandle, mock_model
 from workbench.store import open_store
 
 pytestmark = pytest.mark.timeout(90)

@@ -9,8 +9,8 @@ from nel_helpers import assert_ok, assert_one_line_error, nel
 from workbench import open_store
 from workbench.engine import run_evaluation
 from workbench.environments import get_environment
+from workbench.mock import mock_model
 from workbench.model.config import ModelConfig
-from workbench.model.mock import mock_model
 from workbench.solvers import SimpleSolver
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from nel_helpers import assert_ok, nel, nel_popen, step_count
 
-from workbench.model.mock import MockHandle, mock_model
+from workbench.mock import MockHandle, mock_model
 from workbench.store import open_store
 
 pytestmark = pytest.mark.timeout(300)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from nel_helpers import assert_ok, assert_one_line_error, nel
 
-from workbench.model.mock import MockHandle
+from workbench.mock import MockHandle
 from workbench.store import open_store
 
 pytestmark = pytest.mark.timeout(180)

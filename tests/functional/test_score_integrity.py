@@ -20,7 +20,7 @@ import pytest
 from nel_helpers import assert_ok, clean_env, nel
 
 from workbench.environments.humaneval import complete_function
-from workbench.model.mock import MockHandle
+from workbench.mock import MockHandle
 from workbench.resources import benchmarks_dir
 from workbench.sandbox.local import LocalSandboxes, bwrap_problem
 from workbench.sandbox.spec import SandboxSpec

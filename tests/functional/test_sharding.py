@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 from nel_helpers import assert_ok, assert_one_line_error, clean_env, eval_args, nel, nel_popen, step_count
 
-from workbench.model.mock import MockHandle
+from workbench.mock import MockHandle
 from workbench.store import open_store
 
 pytestmark = pytest.mark.timeout(90)

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from nel_helpers import NEL, clean_env, free_port, wait_for
 
-from workbench.model.mock import MockHandle
+from workbench.mock import MockHandle
 from workbench.store import open_store
 
 pytestmark = pytest.mark.timeout(180)

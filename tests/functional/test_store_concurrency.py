@@ -20,8 +20,8 @@ from nel_helpers import NEL, assert_ok, eval_args, nel, nel_popen, wait_for
 
 from workbench.engine import run_evaluation
 from workbench.environments import get_environment
+from workbench.mock import MockHandle, mock_model
 from workbench.model.config import ModelConfig
-from workbench.model.mock import MockHandle, mock_model
 from workbench.solvers import SimpleSolver
 from workbench.store import ShardWriter, ingest, open_store
 

@@ -15,10 +15,10 @@ import pytest
 
 from workbench.environments import get_environment
 from workbench.environments.file_tasks import SANDBOX_TOOL_ARGUMENTS
+from workbench.mock import MockHandle, mock_model
+from workbench.mock.agent import DONE, GAVE_UP, wrong_mode
+from workbench.mock.skill import SkillProfile
 from workbench.model.config import ModelConfig
-from workbench.model.mock import MockHandle, mock_model
-from workbench.model.mock.agent import DONE, GAVE_UP, wrong_mode
-from workbench.model.mock.skill import SkillProfile
 from workbench.solvers.tool_calling import ToolCallingSettings, ToolCallingSolver
 from workbench.solvers.tools import CombinedToolBox, ToolOutcome, ToolSpec, truncate_middle
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from workbench.errors import UsageError
-from workbench.model.mock import MockHandle
+from workbench.mock import MockHandle
 from workbench.store.live import pid_alive
 from workbench.store.reader import Store
 from workbench.workers import MOCK, LaunchState, RunRequest, find_launch, launch, launches, resume, stop

@@ -15,8 +15,8 @@ from nbclient import NotebookClient
 
 from workbench.engine import run_evaluation
 from workbench.environments import get_environment
+from workbench.mock import mock_model
 from workbench.model.config import ModelConfig
-from workbench.model.mock import mock_model
 from workbench.solvers import SimpleSolver
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"

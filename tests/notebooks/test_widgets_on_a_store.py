@@ -50,7 +50,7 @@ def test_run_overview_of_a_stored_run(store):
 
 
 def test_score_shift_over_exported_directories_matches_the_store(store, tmp_path):
-    from workbench.analysis.artifacts import export_run
+    from workbench.export.artifacts import export_run
 
     for run_id in (BASELINE, CANDIDATE):
         export_run(store, run_id, tmp_path / run_id)

@@ -17,9 +17,9 @@ import httpx
 import orjson
 
 from workbench.environments import get_environment
+from workbench.mock import mock_model
 from workbench.model.client import ModelClient, prepare
 from workbench.model.config import ModelConfig
-from workbench.model.mock import mock_model
 
 IN_FLIGHT = 64
 REQUESTS = 6000

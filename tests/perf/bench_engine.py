@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from workbench.model.mock import mock_model
+from workbench.mock import mock_model
 
 NEL = [sys.executable, "-m", "workbench.cli"]
 

@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from workbench.model.mock import mock_model
+from workbench.mock import mock_model
 
 NEL = [sys.executable, "-m", "workbench.cli"]
 
@@ -25,7 +25,7 @@ NEL = [sys.executable, "-m", "workbench.cli"]
 _PEAK = "print(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1), file=sys.stderr)"
 _EXPORT = f"""
 import re, sys, time
-from workbench.analysis.artifacts import export_run
+from workbench.export.artifacts import export_run
 start = time.perf_counter()
 result = export_run(sys.argv[1], sys.argv[2], sys.argv[3])
 print(result.n_results, time.perf_counter() - start)

@@ -25,8 +25,8 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from a source checkout
 
 from workbench.environments import get_environment
-from workbench.model.mock import mock_model
-from workbench.model.mock.server import new_event_loop
+from workbench.mock import mock_model
+from workbench.mock.server import new_event_loop
 
 TARGET = 5000
 

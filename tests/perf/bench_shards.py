@@ -21,7 +21,7 @@ from pathlib import Path
 import duckdb
 import orjson
 
-from workbench.model.mock import mock_model
+from workbench.mock import mock_model
 from workbench.store import ingest
 from workbench.store.columns import sql_string
 from workbench.store.ingest import live_steps_sql

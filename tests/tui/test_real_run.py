@@ -11,8 +11,8 @@ from pilot_helpers import column, open_screen, settle, text_of
 
 from workbench.engine import run_evaluation
 from workbench.environments import get_environment
+from workbench.mock import mock_model
 from workbench.model.config import ModelConfig
-from workbench.model.mock import mock_model
 from workbench.solvers import SimpleSolver
 from workbench.tui.app import NelApp
 from workbench.tui.screens.diff import DiffScreen

@@ -10,18 +10,18 @@ import pytest
 from factories import open_shard, run_header, step_row, task_rows
 
 from workbench import open_store
-from workbench.analysis import artifacts
-from workbench.analysis.artifacts import (
+from workbench.errors import UsageError
+from workbench.export import artifacts
+from workbench.export.artifacts import (
     EXEMPLAR_CHARS,
     build_eval_bundle,
     bundle_file_name,
     export_run,
-    read_bundle,
     redact,
 )
-from workbench.analysis.report import FORMATS, render_report
-from workbench.errors import UsageError
+from workbench.export.report import FORMATS, render_report
 from workbench.store import ingest
+from workbench.store.queries.exported import read_bundle
 
 RUN = "r1"
 T0 = 1_700_000_000.0

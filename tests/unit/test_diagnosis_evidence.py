@@ -89,8 +89,8 @@ class TestSources:
     def test_the_metric_picks_the_verdict_shown_from_store_and_export(self, tmp_path):
         from test_run_stats import RUN, make_store
 
-        from workbench.analysis.artifacts import export_run
         from workbench.analysis.diagnosis.evidence import evidence_for
+        from workbench.export.artifacts import export_run
 
         store = make_store(tmp_path / "nel.duckdb")
         export_run(store, RUN, tmp_path / "out")

@@ -16,9 +16,9 @@ import pytest
 from workbench.environments import EvalEnvironment, benchmark_names, get_environment
 from workbench.environments.humaneval import INSTRUCTION, HumanEvalEnvironment
 from workbench.errors import UsageError
-from workbench.model.mock.answers import AnswerIndex, Task
-from workbench.model.mock.responder import REFUSAL, Responder, wrong_function
-from workbench.model.mock.skill import SkillProfile
+from workbench.mock.answers import AnswerIndex, Task
+from workbench.mock.responder import REFUSAL, Responder, wrong_function
+from workbench.mock.skill import SkillProfile
 from workbench.scoring.code import extract_code
 
 FOLDER = Path(__file__).resolve().parents[2] / "benchmarks" / "humaneval"

@@ -2,7 +2,7 @@
 
 import pytest
 
-from workbench.model.mock.judge import agrees, judge_reply
+from workbench.mock.judge import agrees, judge_reply
 from workbench.scoring.judge import DEFAULT_TEMPLATE, check_template, parse_verdict, render_prompt, sections
 
 

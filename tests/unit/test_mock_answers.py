@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from workbench.environments import get_environment
-from workbench.model.mock.answers import AnswerIndex, Task
+from workbench.mock.answers import AnswerIndex, Task
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ import argparse
 import pytest
 
 from workbench.errors import UsageError
-from workbench.model.mock.cli import add_arguments, config_from_args, config_to_argv, ready_line
-from workbench.model.mock.config import MockConfig
+from workbench.mock.cli import add_arguments, config_from_args, config_to_argv, ready_line
+from workbench.mock.config import MockConfig
 
 
 def _parse(argv: list[str]) -> MockConfig:

@@ -8,8 +8,8 @@ from collections import Counter
 import pytest
 
 from workbench.environments import benchmark_names, get_environment
-from workbench.model.mock.answers import AnswerIndex, Task
-from workbench.model.mock.responder import (
+from workbench.mock.answers import AnswerIndex, Task
+from workbench.mock.responder import (
     GENERIC_REPLY,
     REFUSAL,
     Completion,
@@ -19,7 +19,7 @@ from workbench.model.mock.responder import (
     strip_annotations,
     wrong_answer,
 )
-from workbench.model.mock.skill import SkillProfile
+from workbench.mock.skill import SkillProfile
 
 # What a final-answer marker looks like, and the answer it states.
 _MARKED = re.compile(r"(?:The answer is:|####|Answer:)\s*(\S+)|\\boxed\{([^}]*)\}")

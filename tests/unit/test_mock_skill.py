@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from workbench.environments import get_environment
-from workbench.model.mock.skill import P_HIGH, P_LOW, SkillProfile
+from workbench.mock.skill import P_HIGH, P_LOW, SkillProfile
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +49,7 @@ def test_same_task_seed_and_attempt_always_get_the_same_verdict(gsm8k_keys: list
 def test_verdicts_do_not_depend_on_the_process_hash_seed(gsm8k_keys: list[str]) -> None:
     key = gsm8k_keys[5]
     code = (
-        "from workbench.model.mock.skill import SkillProfile;"
+        "from workbench.mock.skill import SkillProfile;"
         f"a = SkillProfile(11).attempt({key!r}, None, 2); print(a.correct, a.choice)"
     )
     outputs = {

@@ -10,7 +10,7 @@ import re
 import orjson
 import pytest
 
-from workbench.analysis.report import CSV_COLUMNS, FORMATS, md_escape, render_report, tex_escape
+from workbench.export.report import CSV_COLUMNS, FORMATS, md_escape, render_report, tex_escape
 
 EVIL = "<script>alert('x')</script> & 100% $5 #1 a_b {c} ~d ^e \\f | g"
 

@@ -13,10 +13,10 @@ import pytest
 from factories import ATTEMPT_SCHEMA, open_shard, run_data, run_header, step_row, task_rows
 from scipy import stats as scipy_stats
 
-from workbench.analysis.artifacts import export_run
 from workbench.analysis.run_stats import NO_VALUE, run_statistics
 from workbench.analysis.sources import ATTEMPT_COLUMNS, TASK_COLUMNS, RunData, _fill_unmatched, load_run
 from workbench.errors import UsageError
+from workbench.export.artifacts import export_run
 from workbench.stats import clustered_mean, pass_at_k_per_task, wilson_interval
 from workbench.store import ingest
 

@@ -14,8 +14,8 @@ import orjson
 import pytest
 from factories import open_shard, run_header, step_row
 
-from workbench.analysis.artifacts import export_run
 from workbench.errors import UsageError
+from workbench.export.artifacts import export_run
 from workbench.store import ShardWriter, ingest, open_store
 from workbench.store.database import connect_rw, create_store
 

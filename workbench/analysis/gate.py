@@ -187,7 +187,7 @@ def find_runs(root: Path) -> dict[str, list[ExportedRun]]:
     Raises:
         UsageError: when ``root`` is not a directory.
     """
-    from workbench.analysis.artifacts import read_bundle
+    from workbench.store.queries.exported import read_bundle
 
     if not root.is_dir():
         raise UsageError(f"{root}: not a directory (nel gate takes two directories of exported runs)")

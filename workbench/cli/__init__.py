@@ -280,7 +280,7 @@ def build_parser() -> argparse.ArgumentParser:
     mock = model_sub.add_parser(
         "mock", help="serve the built-in OpenAI-compatible mock model (for demos and tests)"
     )
-    from workbench.model.mock.cli import add_arguments
+    from workbench.mock.cli import add_arguments
 
     add_arguments(mock)
     mock.set_defaults(func=_handler("misc", "cmd_model_mock"))

@@ -49,7 +49,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     comparison = compare_runs(baseline, candidate, max_drop=args.max_drop, seed=args.seed, other_metrics=others)
     sys.stdout.write(render_comparison(comparison, show_flips=args.show_flips) + "\n")
     if args.output:
-        from workbench.analysis.artifacts import write_json  # atomic; imported only when needed
+        from workbench.export.artifacts import write_json  # atomic; imported only when needed
 
         out = Path(args.output)
         if out.is_dir() or args.output.endswith(("/", os.sep)):

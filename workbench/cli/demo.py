@@ -21,7 +21,7 @@ def _nel_command() -> str:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from workbench.model.mock import mock_model
+    from workbench.mock import mock_model
 
     output = Path(args.output_dir)
     store = output / "nel.duckdb"

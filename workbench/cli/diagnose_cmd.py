@@ -46,7 +46,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
         return 0
-    from workbench.analysis.artifacts import atomic_open  # a reader never sees half a report
+    from workbench.export.artifacts import atomic_open  # a reader never sees half a report
 
     out = Path(args.output)
     if out.is_dir() or args.output.endswith(("/", os.sep)):

@@ -7,11 +7,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from workbench.analysis.artifacts import build_eval_bundle, export_run, read_bundle, write_text
-from workbench.analysis.report import EXTENSIONS, FORMATS, render_report
 from workbench.cli.paths import store_path
 from workbench.errors import UsageError
+from workbench.export.artifacts import build_eval_bundle, export_run, write_text
+from workbench.export.report import EXTENSIONS, FORMATS, render_report
 from workbench.store import open_store, segments_root
+from workbench.store.queries.exported import read_bundle
 
 
 def cmd_eval_export(args: argparse.Namespace) -> int:

@@ -1,18 +1,18 @@
-"""``nel eval merge``: ingest shards, then answer for each run (``workbench.analysis.settle``)."""
+"""``nel eval merge``: ingest shards, then answer for each run (``workbench.export.settle``)."""
 
 from __future__ import annotations
 
 import argparse
 
-from workbench.analysis.settle import settle
 from workbench.cli.eval_run import read_summary
 from workbench.errors import UsageError
+from workbench.export.settle import settle
 from workbench.store import ingest, resolve_store_path
 from workbench.store.completeness import RunCompleteness
 
 
 def cmd_eval_merge(args: argparse.Namespace) -> int:
-    """Ingest shards, then answer for the runs (``workbench.analysis.settle``): an incomplete one is named
+    """Ingest shards, then answer for the runs (``workbench.export.settle``): an incomplete one is named
     with its missing shards, exit 1, every time the merge is run; a finished one is exported if its export
     is missing or stale."""
     sources = [resolve_store_path(d) for d in args.dirs]

@@ -34,7 +34,7 @@ def _escaped(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def cmd_model_mock(args: argparse.Namespace) -> int:
-    from workbench.model.mock.cli import run as run_mock
+    from workbench.mock.cli import run as run_mock
 
     return run_mock(args)
 

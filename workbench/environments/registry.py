@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from workbench.environments.base import EvalEnvironment
+from workbench.environments.schemes import build_from_uri, check_uri, scheme_of
 from workbench.errors import UsageError
 from workbench.resources import benchmarks_dir
 
@@ -81,11 +82,12 @@ def benchmark_names() -> list[str]:
 
 @cache
 def get_environment(name: str) -> EvalEnvironment:
-    """Build (once per process) the environment registered as ``name``, or the remote one a ``gym://`` URL names."""
-    if name.startswith("gym://"):
-        from workbench.gym.remote import remote_environment
-
-        return remote_environment(name)
+    """Build (once per process) the environment registered as ``name``, or the remote one a URI (``gym://…``,
+    any scheme in ``workbench.environments.schemes``) names."""
+    if scheme_of(name) is not None:
+        env = build_from_uri(name)
+        if env is not None:
+            return env
     _ensure_builtins()
     factory = _REGISTRY.get(name)
     if factory is None:
@@ -95,16 +97,14 @@ def get_environment(name: str) -> EvalEnvironment:
 
 def resolve_benchmark(name: str, files: Sequence[str | Path] = ()) -> str:
     """The registered name a benchmark reference stands for, loading the BYOB ``files`` first: a ``.py`` file
-    names the one benchmark it defines; a ``gym://`` URL is checked now, so a malformed one fails before anything
-    starts."""
+    names the one benchmark it defines; a URI (``gym://…``) is checked now, so a malformed one (or one whose scheme
+    nothing serves) fails before anything starts."""
     from workbench.environments.byob import load_benchmark_file
 
     for path in files:
         load_benchmark_file(path)
     if "://" in name:
-        from workbench.gym.url import parse_gym_url
-
-        parse_gym_url(name)
+        check_uri(name)
         return name
     if not name.endswith(".py"):
         return name

@@ -1,1 +1,1 @@
-"""Talking to models: the OpenAI-compatible client, its transport, and the built-in mock."""
+"""Talking to models: the OpenAI-compatible client and its transport (the built-in mock is workbench.mock)."""

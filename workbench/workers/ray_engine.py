@@ -201,7 +201,7 @@ def run_shards_on_ray(job: RayJob, *, secrets: Mapping[str, str] | None = None,
     result = RayResult(sorted(outcomes, key=lambda o: o.idx))
     if not result.failed and job.shards > 1:
         result.merge = ingest(job.store, bulk=True)
-        from workbench.analysis.settle import settle
+        from workbench.export.settle import settle
 
         for settled in settle(job.store, result.merge.runs, runs=result.run_ids):
             if settled.export is not None:

@@ -101,7 +101,7 @@ class Supervisor:
         if not request.uses_mock:
             yield request.model_url
             return
-        from workbench.model.mock import mock_model
+        from workbench.mock import mock_model
 
         # A resumed run must reach its model at the same URL (it is part of the run's identity): the
         # mock comes back on the port it had.

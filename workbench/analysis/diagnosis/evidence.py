@@ -9,26 +9,24 @@ a diagnosis never pulls a whole run's responses into Python.
 from __future__ import annotations
 
 import difflib
-import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-import duckdb
 import polars as pl
 
 from workbench.analysis.diagnosis.types import AnswerCount, AttemptEvidence, TaskDive
-from workbench.analysis.sources import RunData, _bundle_path
+from workbench.analysis.sources import RunData
 from workbench.analysis.triage.diff import word_diff
 from workbench.errors import UsageError
 from workbench.store import Store, open_store
-from workbench.store.columns import sql_string
+from workbench.store.queries.evidence import ExportEvidenceRows, StoreEvidenceRows
+from workbench.store.queries.exported import RESULTS, TRAJECTORIES, bundle_path, read_bundle
 
 DIFF_INPUT_CHARS = 20_000  # each response is clipped to this before its lines are aligned
 DIFF_LINES = 40  # lines of the rendered diff, context included
 DIFF_LINE_CHARS = 200
-_MAX_LINE = 1 << 28
 
 
 class EvidenceSource(Protocol):
@@ -63,31 +61,7 @@ def evidence_for(source: str, store: Path | None, *, metric: str | None = None) 
     return StoreEvidence(open_store(store), source, metric=metric)
 
 
-def _metric_sql(metric: str | None) -> tuple[str, str, dict[str, Any]]:
-    """SQL for ``passed`` and ``extracted_answer`` under ``metric`` (a step's ``scores`` entry when it has one,
-    else its top-level columns, which hold the primary metric), and the parameters they use."""
-    if metric is None:
-        return "passed", "extracted_answer", {}
-    key = f"$.{json.dumps(metric)}"
-    has = "json_extract(scores, $m_key) IS NOT NULL"
-    passed = (f"CASE WHEN {has} THEN coalesce(json_extract(scores, $m_passed)::BOOLEAN, "
-              f"json_extract(scores, $m_reward)::DOUBLE >= 1) ELSE passed END")
-    answer = f"CASE WHEN {has} THEN json_extract_string(scores, $m_answer) ELSE extracted_answer END"
-    return passed, answer, {"m_key": key, "m_passed": f"{key}.passed", "m_reward": f"{key}.reward",
-                            "m_answer": f"{key}.extracted_answer"}
 
-
-_AGREEMENT = """
-SELECT task_idx, max(n)::BIGINT FROM (
-    SELECT task_idx, count(*) AS n FROM ({src}) WHERE answer IS NOT NULL GROUP BY task_idx, answer
-) GROUP BY task_idx
-"""
-_FIELDS = ("task_idx", "repeat", "passed", "extracted_answer", "expected_answer", "failure_category", "error",
-           "response")
-
-
-def _wanted(task_idx: Sequence[int]) -> pl.DataFrame:
-    return pl.DataFrame({"task_idx": sorted({int(i) for i in task_idx})}, schema={"task_idx": pl.Int64})
 
 
 def _evidence(run_id: str, rows: list[tuple[Any, ...]]) -> dict[int, list[AttemptEvidence]]:
@@ -100,47 +74,27 @@ def _evidence(run_id: str, rows: list[tuple[Any, ...]]) -> dict[int, list[Attemp
 
 
 class StoreEvidence:
-    """A run's attempts in a store, live segments included (``Store`` reads them)."""
+    """A run's attempts in a store, live segments included (the rows: ``workbench.store.queries.evidence``)."""
 
     def __init__(self, store: Store, run_id: str, *, metric: str | None = None) -> None:
         self.store = store
         self._run_id = run_id
         self.metric = metric
+        self._rows = StoreEvidenceRows(store, run_id, metric)
 
     @property
     def run_id(self) -> str:
         return self._run_id
 
-    def _src(self, columns: str) -> tuple[str, dict[str, Any]]:
-        passed, answer, params = _metric_sql(self.metric)
-        src = (f"SELECT task_idx, repeat, {passed} AS passed, {answer} AS answer{columns} FROM steps "
-               "WHERE run_id = $run AND task_idx IN (SELECT task_idx FROM nel_wanted)")
-        return src, params
-
     def attempts(self, task_idx: Sequence[int]) -> dict[int, list[AttemptEvidence]]:
         if not task_idx:
             return {}
-        src, params = self._src(", expected_answer, failure_category, error, response")
-        query = (f"SELECT task_idx, repeat, passed, answer, expected_answer, failure_category, error, response "
-                 f"FROM ({src}) ORDER BY task_idx, repeat")
-        return _evidence(self.run_id, self._rows(query, params, task_idx))
+        return _evidence(self.run_id, self._rows.attempt_rows(task_idx))
 
     def answer_agreement(self, task_idx: Sequence[int]) -> dict[int, int]:
         if not task_idx:
             return {}
-        src, params = self._src("")
-        return {int(i): int(n) for i, n in self._rows(_AGREEMENT.format(src=src), params, task_idx)}
-
-    def _rows(self, query: str, params: dict[str, Any], task_idx: Sequence[int]) -> list[tuple[Any, ...]]:
-        # Named parameters: run on the store's connection, which ``Store.query`` hands to its fetch function
-        # (retried on a fresh snapshot if a live journal is rolled into a segment meanwhile).
-        bound = {**params, "run": self.run_id}
-
-        def fetch(con: duckdb.DuckDBPyConnection) -> list[tuple[Any, ...]]:
-            con.register("nel_wanted", _wanted(task_idx))  # a table, not a list parameter: binding is slow
-            return con.execute(query, bound).fetchall()
-
-        return self.store.on_connection(fetch)
+        return {int(i): int(n) for i, n in self._rows.agreement_rows(task_idx)}
 
 
 class ExportEvidence:
@@ -149,66 +103,28 @@ class ExportEvidence:
     become Python objects."""
 
     def __init__(self, path: Path, *, metric: str | None = None) -> None:
-        from workbench.analysis.artifacts import RESULTS, TRAJECTORIES, read_bundle
-
-        bundle = _bundle_path(path)
+        bundle = bundle_path(path)
         self.folder = bundle.parent
         self._run_id = str(read_bundle(bundle)["run_id"])
         self.results = self.folder / RESULTS
         trajectories = self.folder / TRAJECTORIES
         self.trajectories = trajectories if trajectories.is_file() else None
         self.metric = metric
+        self._rows = ExportEvidenceRows(self.folder, self.results, self.trajectories, metric)
 
     @property
     def run_id(self) -> str:
         return self._run_id
 
-    def _src(self, extra: str, with_error: bool) -> tuple[str, dict[str, Any]]:
-        passed, answer, params = _metric_sql(self.metric)
-        columns = ("{problem_idx: 'BIGINT', repeat: 'BIGINT', passed: 'BOOLEAN', extracted_answer: 'VARCHAR', "
-                   "expected_answer: 'VARCHAR', failure_category: 'VARCHAR', model_response: 'VARCHAR', "
-                   "scores: 'JSON'}")
-        results = (f"SELECT problem_idx AS task_idx, repeat, passed, extracted_answer, expected_answer, "
-                   f"failure_category, model_response AS response, scores "
-                   f"FROM read_json({sql_string(self.results)}, format = 'newline_delimited', columns = {columns}, "
-                   f"maximum_object_size = {_MAX_LINE}) WHERE problem_idx IN (SELECT task_idx FROM nel_wanted)")
-        error = "NULL::VARCHAR"
-        join = ""
-        if with_error and self.trajectories is not None:
-            error = "x.error"
-            join = (f"LEFT JOIN (SELECT problem_idx, repeat, error FROM read_json("
-                    f"{sql_string(self.trajectories)}, format = 'newline_delimited', columns = "
-                    "{problem_idx: 'BIGINT', repeat: 'BIGINT', error: 'VARCHAR'}, "
-                    f"maximum_object_size = {_MAX_LINE}) WHERE problem_idx IN (SELECT task_idx FROM nel_wanted)) x "
-                    "ON x.problem_idx = r.task_idx AND x.repeat = r.repeat")
-        src = (f"SELECT r.task_idx, r.repeat, {passed} AS passed, {answer} AS answer, {error} AS error{extra} "
-               f"FROM ({results}) r {join}")
-        return src, params
-
-    def _rows(self, query: str, params: dict[str, Any], task_idx: Sequence[int]) -> list[tuple[Any, ...]]:
-        con = duckdb.connect()
-        try:
-            con.register("nel_wanted", _wanted(task_idx))
-            return con.execute(query, params).fetchall()
-        except duckdb.Error as exc:
-            raise UsageError(f"{self.folder}: cannot read its evidence ({str(exc).splitlines()[0]})") from None
-        finally:
-            con.close()
-
     def attempts(self, task_idx: Sequence[int]) -> dict[int, list[AttemptEvidence]]:
         if not task_idx:
             return {}
-        src, params = self._src(", expected_answer, failure_category, response", with_error=True)
-        query = (f"SELECT task_idx, repeat, passed, answer, expected_answer, failure_category, error, response "
-                 f"FROM ({src}) ORDER BY task_idx, repeat")
-        return _evidence(self.run_id, self._rows(query, params, task_idx))
+        return _evidence(self.run_id, self._rows.attempt_rows(task_idx))
 
     def answer_agreement(self, task_idx: Sequence[int]) -> dict[int, int]:
         if not task_idx:
             return {}
-        src, params = self._src("", with_error=False)
-        rows = self._rows(_AGREEMENT.format(src=src), params, task_idx)
-        return {int(i): int(n) for i, n in rows}
+        return {int(i): int(n) for i, n in self._rows.agreement_rows(task_idx)}
 
 
 class CachedEvidence:

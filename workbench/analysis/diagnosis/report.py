@@ -34,7 +34,7 @@ from workbench.analysis.diagnosis.types import (
     TaskEvidence,
     TaskShift,
 )
-from workbench.analysis.report import md_escape
+from workbench.analysis.markdown import md_escape
 
 SECTIONS = (
     "Executive summary", "Artifact inventory", "Aggregate results", "Task outcome buckets", "Dominant failure modes",

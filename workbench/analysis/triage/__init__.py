@@ -30,7 +30,6 @@ from workbench.analysis.triage.live import (
     live_snapshot,
 )
 from workbench.analysis.triage.runs import RUN_SORTS, RunHeader, RunRow, run_row, runs_table, sort_filter_runs
-from workbench.analysis.triage.sql import SqlResult, named_queries, one_line, run_sql
 from workbench.analysis.triage.tasks import (
     BUCKETS,
     TASK_SORTS,
@@ -45,6 +44,7 @@ from workbench.analysis.triage.tasks import (
     task_list,
     task_page,
 )
+from workbench.store.queries.sql import SqlResult, named_queries, one_line, run_sql  # re-exported: part of triage's API
 
 __all__ = [
     "BUCKETS",

@@ -8,8 +8,8 @@ from typing import Any, Literal
 
 import orjson
 
-from workbench.analysis.triage._store import fetch_dicts, fetch_many, parse_json
 from workbench.analysis.triage.tasks import BUCKET_SQL
+from workbench.store.queries.rows import fetch_dicts, fetch_many, parse_json
 from workbench.store.reader import Store
 
 

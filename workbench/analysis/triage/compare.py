@@ -15,9 +15,9 @@ import polars as pl
 from workbench.analysis.compare import CATEGORY, Comparison, compare_runs, pair_tasks, task_scores
 from workbench.analysis.diagnosis.types import Diagnosis, Finding
 from workbench.analysis.sources import RunData, load_run
-from workbench.analysis.triage._store import fetch_dicts
 from workbench.analysis.triage.attempts import Attempt, attempts, counterpart
 from workbench.errors import UsageError
+from workbench.store.queries.rows import fetch_dicts
 from workbench.store.reader import Store
 
 MOVED_SHOWN = 100

@@ -6,8 +6,8 @@ from collections import deque
 from dataclasses import dataclass
 from datetime import datetime
 
-from workbench.analysis.triage._store import fetch_many
 from workbench.analysis.triage.runs import RunRow, run_query
+from workbench.store.queries.rows import fetch_many
 from workbench.store.reader import Store
 
 

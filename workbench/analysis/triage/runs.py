@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from workbench.analysis.triage._store import fetch_dicts
+from workbench.store.queries.rows import fetch_dicts
 from workbench.store.reader import Store
 
 RUN_SORTS = ("started", "run", "benchmark", "model", "status", "pass@1", "duration", "steps")

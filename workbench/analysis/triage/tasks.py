@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.analysis.triage._store import fetch_dicts, fetch_many
 from workbench.analysis.triage.runs import RunHeader, RunRow, run_query
+from workbench.store.queries.rows import fetch_dicts, fetch_many
 from workbench.store.reader import Store
 
 BUCKETS = ("sometimes", "never", "errored", "always", "missing")

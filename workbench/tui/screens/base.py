@@ -19,8 +19,8 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Static
 
-from workbench.analysis.triage import one_line
 from workbench.errors import NelError
+from workbench.store.queries.sql import one_line
 from workbench.tui.messages import Failed
 from workbench.tui.widgets.keybar import KeyBar
 

@@ -14,7 +14,7 @@ from textual.widget import Widget
 from textual.widgets import DataTable, OptionList, Static, TextArea
 from textual.widgets.option_list import Option
 
-from workbench.analysis.triage import SqlResult, named_queries, run_sql
+from workbench.store.queries.sql import SqlResult, named_queries, run_sql
 from workbench.tui import format as fmt
 from workbench.tui.messages import SqlFinished
 from workbench.tui.screens.base import NelScreen

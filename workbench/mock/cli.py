@@ -1,4 +1,4 @@
-"""``nel mock`` / ``python -m workbench.model.mock``: run the built-in mock model as a server.
+"""``nel mock`` / ``python -m workbench.mock``: run the built-in mock model as a server.
 
 Once it accepts requests it prints exactly one line to stdout,
 ``nel mock model listening on http://HOST:PORT/v1 (skill-seed S)``, and serves
@@ -16,7 +16,7 @@ import sys
 from typing import NoReturn
 
 from workbench.errors import NelError, UsageError
-from workbench.model.mock.config import FAULT_KINDS, MockConfig
+from workbench.mock.config import FAULT_KINDS, MockConfig
 
 READY_PREFIX = "nel mock model listening on "
 
@@ -137,8 +137,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _serve(config: MockConfig) -> int:
-    from workbench.model.mock.answers import AnswerIndex
-    from workbench.model.mock.server import bind_socket, serve_forever
+    from workbench.mock.answers import AnswerIndex
+    from workbench.mock.server import bind_socket, serve_forever
 
     try:
         sock = bind_socket(config.host, config.port)

@@ -1,4 +1,4 @@
-"""Reading rows from a store: the small helpers every triage query shares."""
+"""Reading rows from a store: the small helpers every triage query (``workbench.analysis.triage``) shares."""
 
 from __future__ import annotations
 

@@ -18,8 +18,8 @@ from typing import Any
 
 import orjson
 
-from workbench.model.mock.answers import SANDBOX_SCORERS, Task
-from workbench.model.mock.skill import Attempt
+from workbench.mock.answers import SANDBOX_SCORERS, Task
+from workbench.mock.skill import Attempt
 
 AGENT_SCORERS = SANDBOX_SCORERS
 """Scorers of benchmarks the mock answers as an agent (when the request offers tools)."""

@@ -1,6 +1,6 @@
 """A run's report in markdown, HTML, CSV, JSON or LaTeX, rendered from its eval bundle alone.
 
-The bundle (``eval-{run_id}.json``, see ``workbench.analysis.artifacts``) is the only input, so a
+The bundle (``eval-{run_id}.json``, see ``workbench.export.artifacts``) is the only input, so a
 report rendered from an exported directory and one rendered from the store are the same text.
 Every piece of text that came from data (model names, categories, model responses) is escaped for
 the target format: a response holding ``<script>`` or ``\\input`` stays text.
@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
+
+from workbench.analysis.markdown import md_escape
 
 FORMATS = ("markdown", "html", "csv", "json", "latex")
 EXTENSIONS = {"markdown": "md", "html": "html", "csv": "csv", "json": "json", "latex": "tex"}
@@ -164,18 +166,6 @@ def _failure_table(f: dict[str, Any]) -> Table:
 
 
 # ---- markdown --------------------------------------------------------------------------------------
-_MD_SPECIAL = re.compile(r"([\\`*|~])")
-_MD_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")  # mid-word _ never emphasises
-
-
-def md_escape(text: str) -> str:
-    """Text safe in a markdown table cell: no emphasis, links, code, HTML or column breaks. Brackets stay
-    as they are (``[0.51, 0.74]`` reads better) but ``](`` is broken up, so no link can form."""
-    text = _MD_SPECIAL.sub(r"\\\1", " ".join(text.split()))
-    text = _MD_UNDERSCORE.sub(r"\\_", text).replace("](", "]\\(")
-    return text.replace("<", "&lt;").replace(">", "&gt;")
-
-
 def _markdown(bundle: dict[str, Any]) -> str:
     out = [f"# {md_escape(title(bundle))}", ""]
     for t in tables(bundle):

@@ -22,11 +22,11 @@ from typing import Any, cast
 import httptools
 import orjson
 
-from workbench.model.mock.answers import AnswerIndex
-from workbench.model.mock.config import MockConfig
-from workbench.model.mock.endpoints import Api, ApiError, error_body
-from workbench.model.mock.responder import Responder
-from workbench.model.mock.skill import SkillProfile
+from workbench.mock.answers import AnswerIndex
+from workbench.mock.config import MockConfig
+from workbench.mock.endpoints import Api, ApiError, error_body
+from workbench.mock.responder import Responder
+from workbench.mock.skill import SkillProfile
 
 _REASONS = {
     200: b"200 OK",

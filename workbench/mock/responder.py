@@ -25,8 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
-from workbench.model.mock.answers import CODE_SCORERS, SANDBOX_SCORERS, SHORT_ANSWER_SCORERS, Task
-from workbench.model.mock.skill import SkillProfile
+from workbench.mock.answers import CODE_SCORERS, SANDBOX_SCORERS, SHORT_ANSWER_SCORERS, Task
+from workbench.mock.skill import SkillProfile
 
 FINAL_FORMATS: tuple[str, ...] = ("The answer is: {}", "#### {}", "\\boxed{{{}}}", "Answer: {}")
 REFUSAL = "I'm sorry, but I can't help with that."

@@ -14,11 +14,11 @@ from typing import Any
 
 import orjson
 
-from workbench.model.mock.agent import AGENT_SCORERS, AgentReply, agent_turn, generic_tool_turn, offered_tools
-from workbench.model.mock.answers import AnswerIndex, Task
-from workbench.model.mock.config import MockConfig
-from workbench.model.mock.judge import judge_reply
-from workbench.model.mock.responder import CHARS_PER_TOKEN, Completion, Responder, apply_limits, count_tokens
+from workbench.mock.agent import AGENT_SCORERS, AgentReply, agent_turn, generic_tool_turn, offered_tools
+from workbench.mock.answers import AnswerIndex, Task
+from workbench.mock.config import MockConfig
+from workbench.mock.judge import judge_reply
+from workbench.mock.responder import CHARS_PER_TOKEN, Completion, Responder, apply_limits, count_tokens
 from workbench.scoring.judge import REFERENCE_MARK
 
 Body = dict[str, Any]

@@ -29,11 +29,13 @@ from workbench.errors import UsageError, path_error
 from workbench.secrets import redact_value
 from workbench.stats import bounded_mean, pass_at_k_estimates, unit_span
 from workbench.store import Store, open_store
+from workbench.store.queries.exported import (  # the bundle's format, read back below this package
+    BUNDLE_FORMAT,
+    BUNDLE_VERSION,
+    RESULTS,
+    TRAJECTORIES,
+)
 
-BUNDLE_FORMAT = "nel-eval-bundle"
-BUNDLE_VERSION = 1
-RESULTS = "results.jsonl"
-TRAJECTORIES = "trajectories.jsonl"
 RUNTIME_STATS = "runtime_stats.json"
 FAILURE_ANALYSIS = "failure_analysis.json"
 EXEMPLARS_PER_CATEGORY = 3
@@ -521,18 +523,3 @@ def _iso(value: Any) -> str | None:
     if isinstance(value, datetime):
         return value.replace(tzinfo=UTC).isoformat().replace("+00:00", "Z")
     return str(value)
-
-
-def read_bundle(path: Path) -> dict[str, Any]:
-    """An exported ``eval-*.json`` read back.
-
-    Raises:
-        UsageError: when the file cannot be read or is not a nel eval bundle.
-    """
-    try:
-        data = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError) as exc:
-        raise UsageError(f"{path}: cannot read an eval bundle ({str(exc).splitlines()[0]})") from None
-    if not isinstance(data, dict) or data.get("format") != BUNDLE_FORMAT:
-        raise UsageError(f"{path}: not a nel eval bundle (no \"format\": \"{BUNDLE_FORMAT}\")")
-    return data

@@ -1,7 +1,7 @@
 """Run the mock model as a subprocess for the length of a ``with`` block.
 
 ``mock_model()`` is what the demo command and the test suite use: it starts
-``python -m workbench.model.mock --port 0 ...``, waits for the ready line and
+``python -m workbench.mock --port 0 ...``, waits for the ready line and
 yields where to reach it; leaving the block stops the server (SIGTERM, then
 SIGKILL after ``STOP_GRACE_S``).
 """
@@ -23,8 +23,8 @@ from typing import IO, Any
 
 from workbench.child_process import stderr_tail, stop
 from workbench.errors import RunFailed
-from workbench.model.mock.cli import READY_PREFIX, config_to_argv
-from workbench.model.mock.config import MockConfig
+from workbench.mock.cli import READY_PREFIX, config_to_argv
+from workbench.mock.config import MockConfig
 
 READY_TIMEOUT_S = 15.0
 _READY = re.compile(re.escape(READY_PREFIX) + r"(http://\S+:(\d+)/v1) \(skill-seed -?\d+\)")
@@ -60,7 +60,7 @@ def mock_model(*, own_session: bool = False, **config_overrides: Any) -> Iterato
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_SOURCE_ROOT), env.get("PYTHONPATH")) if p)
     with tempfile.TemporaryFile() as stderr:
         process = subprocess.Popen(
-            [sys.executable, "-m", "workbench.model.mock", *config_to_argv(config)],
+            [sys.executable, "-m", "workbench.mock", *config_to_argv(config)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=stderr,

@@ -13,7 +13,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
-from workbench.analysis.artifacts import export_is_current, export_run
+from workbench.export.artifacts import export_is_current, export_run
 from workbench.store.completeness import RunCompleteness, runs_to_settle
 from workbench.types import RunStatus
 
