@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from workbench.model.mock import mock_model
+from workbench.mock import mock_model
 
 NEL = [sys.executable, "-m", "workbench.cli"]
 PROBLEMS, REPEATS, IN_FLIGHT, LATENCY_MS, SCORER_S = 320, 2, 64, 200.0, 0.05

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from workbench.model.mock import mock_model
+from workbench.mock import mock_model
 
 PYTHON = sys.executable
 
