@@ -174,3 +174,12 @@ def test_the_cli_parser_imports_no_front_end_or_integration() -> None:
             f"print(','.join(sorted(m for m in {HEAVY!r} if m in sys.modules)))\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert proc.stdout.strip() == ""
+
+
+def test_the_demo_runs_with_no_extra_installed(tmp_path: Path) -> None:
+    """The core alone evaluates: the mock model, the engine, the store, the summary and the export."""
+    every = ",".join(EXTRA_OF)
+    proc = subprocess.run([sys.executable, "-c", HIDE_AND_RUN, every, "demo"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "NO_COLOR": "1"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "steps    800/800" in proc.stdout and (tmp_path / "nel-demo" / "nel.duckdb").exists()
