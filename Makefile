@@ -11,7 +11,7 @@ $(BIN)/activate:
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/activate
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test,ray]' 'duckdb>=2,<3'  # DuckDB 1.x: see test-duckdb1
+	$(BIN)/python -m pip install -q -e '.[all,test]' 'duckdb>=2,<3'  # every extra (ray too); DuckDB 1.x: see test-duckdb1
 	touch $@
 
 install: $(VENV)/.installed

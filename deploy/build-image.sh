@@ -60,8 +60,11 @@ if [ -x "$ROOT/.venv/bin/pip" ]; then
 else
     : >"$constraints"
 fi
+# The image holds every extra but [ray] (large; a Ray cluster's nodes bring their own): what it held before the
+# front ends and integrations became extras.
+EXTRAS="tui,notebook,serve,docker,math"
 pipwheel() { $PIP wheel --quiet --disable-pip-version-check --wheel-dir "$CTX/deps.new" -c "$constraints" \
-                  --find-links "$CTX/buildsys" "$@" "$ROOT"; }
+                  --find-links "$CTX/buildsys" "$@" "$ROOT[$EXTRAS]"; }
 # Offline first (the last build's wheelhouse has every pinned dependency, buildsys/ the build backend), else
 # from the index; the new wheelhouse holds exactly this resolution, so no stale version is left to install.
 echo "wheelhouse $CTX ..."

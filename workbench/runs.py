@@ -28,6 +28,7 @@ from workbench.engine.verify_pool import EnvSource, ProcessScoring, Scoring, def
 from workbench.environments import EvalEnvironment, get_environment
 from workbench.errors import UsageError, path_error
 from workbench.export.artifacts import ExportResult, export_run, run_summary, write_summary_json
+from workbench.extras import require
 from workbench.solvers import SimpleSolver
 from workbench.solvers.base import Solver
 from workbench.solvers.tool_calling import ToolCallingSettings, ToolCallingSolver
@@ -68,6 +69,22 @@ def run_async(coro: Coroutine[Any, Any, T]) -> T:
     except ImportError:
         return asyncio.run(coro)
     return uvloop.run(coro)
+
+
+def require_extras(spec: RunSpec) -> None:
+    """``MissingExtra`` now, before any benchmark of ``spec`` starts, when one names a sandbox or a metric whose
+    library is an extra that is not installed. (A benchmark whose own scorer needs one fails as it is built, still
+    before its run starts: ``get_scorer``.)"""
+    from workbench.scoring import scorer_extra
+
+    for bench in spec.benchmarks:
+        sandbox = bench.sandbox_spec
+        if sandbox is not None and sandbox.type == "docker":
+            require("docker", "the docker sandbox")
+        for metric in bench.scoring.metrics if bench.scoring is not None else ():
+            extra = scorer_extra(metric.type)
+            if extra is not None:
+                require(extra, f"the {metric.type} scorer")
 
 
 def run_benchmark(spec: RunSpec, bench: Benchmark, *, resume: bool = False, retry_errors: bool = False,

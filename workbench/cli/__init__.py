@@ -365,16 +365,30 @@ class _ClosedPipeGuard:
         return getattr(self._stream, name)
 
 
+_SUBCOMMAND_DESTS = ("command", "eval_command", "import_command", "config_command", "model_command",
+                     "sandbox_command", "engine_command")
+
+
+def command_name(args: argparse.Namespace) -> str:
+    """The command as typed, for a message about it: ``nel tui``, ``nel eval run``, ``nel sandbox engine start``."""
+    words = [getattr(args, dest) for dest in _SUBCOMMAND_DESTS if isinstance(getattr(args, dest, None), str)]
+    return " ".join(("nel", *words))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     from workbench.errors import NelError
+    from workbench.extras import MissingExtra
 
     stdout = sys.stdout
     if not isinstance(stdout, _ClosedPipeGuard):
         sys.stdout = _ClosedPipeGuard(stdout)  # type: ignore[assignment]
     try:
         return args.func(args)
+    except MissingExtra as exc:  # before NelError: its line names the command, not "error"
+        print(exc.line(command_name(args)), file=sys.stderr)
+        return exc.exit_code
     except NelError as exc:
         from workbench.secrets import redact_text  # a server's error may quote the key or a keyed URL
 

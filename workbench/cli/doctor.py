@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Literal
 
 from workbench.cli.paths import store_path
+from workbench.extras import install_command
 
 Status = Literal["ok", "missing", "warn", "error"]
 GIB = 1024**3
@@ -58,12 +59,12 @@ class Extra:
 
 
 EXTRAS = (
-    Extra("textual", "textual", "nel tui", "pip install 'textual==8.2.8'"),
-    Extra("ipywidgets", "ipywidgets", "the notebook widgets (workbench.widgets)", "pip install 'ipywidgets>=8.1'"),
-    Extra("altair", "altair", "the widgets' charts", "pip install 'altair>=5.4' 'anywidget>=0.9'"),
-    Extra("docker", "docker", "--sandbox docker (the engine's API)", "pip install 'docker>=7.1'"),
-    Extra("fastapi", "fastapi", "nel serve", "pip install 'fastapi>=0.115'"),
-    Extra("uvicorn", "uvicorn", "nel serve (its HTTP server)", "pip install 'uvicorn[standard]>=0.30'"),
+    Extra("textual", "textual", "nel tui", install_command("tui")),
+    Extra("ipywidgets", "ipywidgets", "the notebook widgets (workbench.widgets)", install_command("notebook")),
+    Extra("altair", "altair", "the widgets' charts", install_command("notebook")),
+    Extra("docker", "docker", "--sandbox docker (the engine's API)", install_command("docker")),
+    Extra("fastapi", "fastapi", "nel serve", install_command("serve")),
+    Extra("uvicorn", "uvicorn", "nel serve (its HTTP server)", install_command("serve")),
     Extra("lm_eval", "lm-eval", "nothing in nel yet (lm-eval harness tasks are planned)", "pip install lm-eval"),
     Extra("inspect_ai", "inspect-ai", "nothing in nel yet (inspect_ai logs are planned)", "pip install inspect-ai"),
     Extra("mlflow", "mlflow", "nothing in nel yet (an MLflow exporter is planned)", "pip install mlflow"),
@@ -166,7 +167,7 @@ def check_docker() -> list[Check]:
 
     enables = "--sandbox docker (a container per attempt)"
     if importlib.util.find_spec("docker") is None:
-        fix = "pip install 'docker>=7.1'"
+        fix = install_command("docker")
         return [Check("docker engine", "missing", "the docker SDK is not installed", enables, fix),
                 Check("sandbox image", "missing", "unknown (no docker SDK)", enables, fix)]
     try:
@@ -234,7 +235,7 @@ def check_slurm() -> Check:
 
 def check_ray() -> Check:
     enables = "nel eval run --engine ray (shards as Ray tasks; ray job submit)"
-    fix = "pip install 'nel-workbench[ray]'"
+    fix = install_command("ray")
     if importlib.util.find_spec("ray") is None:
         return Check("ray", "missing", "not installed", enables, fix)
     try:

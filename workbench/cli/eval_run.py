@@ -19,7 +19,8 @@ from workbench.cli.render import render_summary
 from workbench.engine import RunProgress, RunResult, Shard
 from workbench.engine.plan import RunPlan
 from workbench.errors import NelError, UsageError
-from workbench.runs import BenchmarkOutcome, Observer, OnStart, read_summary, run_benchmark
+from workbench.extras import require
+from workbench.runs import BenchmarkOutcome, Observer, OnStart, read_summary, require_extras, run_benchmark
 from workbench.spec import RunSpec
 from workbench.spec.flags import spec_flags, spec_from_flags
 from workbench.spec.io import write_result
@@ -114,6 +115,8 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
     if (background or shards is not None) and engine == "local" and args.resume:
         raise UsageError("--resume: not with --background or --shards; continue a background run "
                          "with `nel eval resume RUN`")
+    if engine == "ray":
+        require("ray", "--engine ray")
     check_run_args(args)
     if args.config and (background or shards is not None or engine == "ray"):
         _refuse_cluster_config(args)
@@ -137,6 +140,7 @@ def run_here(spec: RunSpec, *, resume: bool = False, retry_errors: bool = False,
     """Every benchmark of ``spec`` in turn, on this machine. In a suite (a config file) one that fails does not
     stop the others, and the exit code is 1 if any did not complete; Ctrl-C stops the suite (130)."""
     suite = spec.source is not None
+    require_extras(spec)  # every benchmark's, before the first one starts
     outcomes: list[tuple[str, str]] = []
     run_ids: list[str] = []  # reported as they start (workers: $NEL_RESULT_FILE), for whoever launched them
     for bench in spec.benchmarks:

@@ -6,8 +6,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from workbench.extras import require
+
 
 def cmd_sandbox_image(args: argparse.Namespace) -> int:
+    require("docker")  # the docker SDK drives the engine
     from workbench.sandbox.image import ensure_image
 
     print(f"nel: building {args.image} from Debian bookworm with debootstrap (about a minute; nothing is pulled)"
@@ -18,6 +21,7 @@ def cmd_sandbox_image(args: argparse.Namespace) -> int:
 
 
 def cmd_sandbox_clean(args: argparse.Namespace) -> int:
+    require("docker")  # the docker SDK drives the engine
     from workbench.sandbox.daemon import connect
     from workbench.sandbox.docker import orphaned_owners, remove_containers
 
@@ -33,6 +37,7 @@ def cmd_sandbox_clean(args: argparse.Namespace) -> int:
 
 
 def cmd_sandbox_engine_start(args: argparse.Namespace) -> int:
+    require("docker")  # the docker SDK drives the engine
     from workbench.sandbox.daemon import connect, engine_address, start_engine
     from workbench.sandbox.image import DEFAULT_IMAGE
 

@@ -7,12 +7,16 @@ import math
 import os
 
 from workbench.errors import UsageError
+from workbench.extras import require
 from workbench.secrets import register_secret
 
 TOKEN_ENV = "NEL_SERVE_TOKEN"
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    require("serve")
+    if args.sandbox == "docker":
+        require("docker", "the docker sandbox")
     from workbench.cli.misc import resolve_bench
     from workbench.environments import get_environment
     from workbench.serve.runner import READY_PREFIX, bind, is_loopback

@@ -6,6 +6,9 @@ import argparse
 
 
 def cmd_tui(args: argparse.Namespace) -> int:
+    from workbench.extras import require
+
+    require("tui")
     from workbench.cli.paths import store_path
     from workbench.tui.app import NelApp
 

@@ -115,6 +115,9 @@ def open_sandboxes(spec: SandboxSpec) -> Sandboxes:
     """The provider for ``spec.type``; nothing starts until the first session."""
     spec.validate()
     if spec.type == "docker":
+        from workbench.extras import require
+
+        require("docker", "the docker sandbox")
         from workbench.sandbox.docker import DockerSandboxes
 
         return DockerSandboxes(spec)

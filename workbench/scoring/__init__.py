@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from workbench.errors import UsageError
+from workbench.extras import require
 from workbench.types import VerifyResult
 
 Scorer = Callable[[str, str], VerifyResult]
@@ -46,6 +47,8 @@ _SCORERS: dict[str, tuple[str, str, dict[str, Param]]] = {
     }),
     "math": ("math", "score_math", {}),
 }
+_EXTRA = {"math": "math"}
+"""Scorers whose library is an extra of the distribution (math-verify: ``[math]``)."""
 CPU_HEAVY = frozenset({"math"})
 """Scorers that compute (sympy): a run scores with them in worker processes, off the event loop and the GIL;
 the others are cheap regex work (``workbench.engine.verify_pool``)."""
@@ -53,6 +56,11 @@ the others are cheap regex work (``workbench.engine.verify_pool``)."""
 
 def scorer_names() -> list[str]:
     return sorted(_SCORERS)
+
+
+def scorer_extra(name: str) -> str | None:
+    """The extra of the distribution scorer ``name`` needs (``math``), or None."""
+    return _EXTRA.get(name)
 
 
 def scorer_params(name: str) -> dict[str, Param]:
@@ -86,6 +94,8 @@ def get_scorer(name: str, params: Mapping[str, Any] | None = None) -> Scorer:
         module, function, _ = _SCORERS[name]
     except KeyError:
         raise UsageError(f"unknown scorer {name!r}; known scorers: {', '.join(scorer_names())}") from None
+    if name in _EXTRA:  # when the benchmark is built, not at its first answer
+        require(_EXTRA[name], f"the {name} scorer")
     scorer: Scorer = getattr(importlib.import_module(f"workbench.scoring.{module}"), function)
     if params:
         return functools.partial(scorer, **check_params(name, params))

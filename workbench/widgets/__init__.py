@@ -3,13 +3,18 @@
 renderings, so a saved notebook reads without a kernel).
 
 Widgets lay out what ``workbench.analysis`` computes; they never compute statistics themselves. Imported
-lazily: ``from workbench.widgets import charts`` does not pay for ipywidgets.
+lazily: ``from workbench.widgets import charts`` does not pay for ipywidgets. They are the ``[notebook]`` extra:
+without it, importing this package is an ``ImportError`` that names the install command.
 """
 
 from __future__ import annotations
 
 import importlib
 from typing import Any
+
+from workbench.extras import require
+
+require("notebook", "workbench.widgets")  # an ImportError naming the install command (nothing is imported yet)
 
 _LAZY = {
     "RunPicker": "run_picker",

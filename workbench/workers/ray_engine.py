@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import UsageError
+from workbench.extras import MissingExtra, needs_extra
 from workbench.spec.io import RESULT_ENV, SPEC_ENV, read_result
 from workbench.store import IngestReport, ingest
 
@@ -33,7 +34,7 @@ KEY_VARS = ("NEMO_API_KEY", "OPENAI_API_KEY")
 """Environment variables handed to the tasks: the API keys a shard reads, and nothing else."""
 _SHARD_VARS = ("NEL_SHARD_IDX", "NEL_TOTAL_SHARDS", "SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT",
                "SLURM_ARRAY_TASK_MIN")
-INSTALL_HINT = "Ray is not installed: pip install 'nel-workbench[ray]' (or pip install 'ray>=2.9')"
+INSTALL_HINT = str(MissingExtra("ray", "--engine ray"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,10 +81,8 @@ class RayResult:
 
 
 def import_ray() -> Any:
-    try:
+    with needs_extra("--engine ray"):
         import ray
-    except ImportError:
-        raise UsageError(INSTALL_HINT) from None
     return ray
 
 
