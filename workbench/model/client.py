@@ -43,7 +43,7 @@ _PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_pr
 
 
 @cache
-def _ssl_context() -> ssl.SSLContext:
+def tls_context() -> ssl.SSLContext:
     """One verified TLS context for every worker (building one costs ~30 ms)."""
     return ssl.create_default_context()
 
@@ -51,7 +51,7 @@ def _ssl_context() -> ssl.SSLContext:
 def _transport(secure: bool) -> FastTransport | None:
     if any(os.environ.get(v) for v in _PROXY_VARS):
         return None  # httpx's transport honours proxy settings
-    return FastTransport(_ssl_context() if secure else None)  # plain HTTP (a local server) needs no TLS context
+    return FastTransport(tls_context() if secure else None)  # plain HTTP (a local server) needs no TLS context
 
 
 class FatalModelError(Exception):
@@ -155,7 +155,7 @@ class ModelClient:
                 timeout=timeout,
                 limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
                 follow_redirects=False,
-                verify=_ssl_context(),
+                verify=tls_context(),
             )
 
     async def __aenter__(self) -> ModelClient:
