@@ -162,7 +162,8 @@ def test_importing_the_core_imports_no_front_end_or_integration() -> None:
     code = ("import sys\n"
             "import workbench, workbench.cli, workbench.engine, workbench.store, workbench.runs, workbench.spec\n"
             "import workbench.scoring, workbench.stats, workbench.analysis, workbench.sandbox, workbench.workers\n"
-            "import workbench.model.mock\n"
+            "import workbench.mock, workbench.types, workbench.export, workbench.gym, workbench.environments\n"
+            "import workbench.solvers, workbench.model, workbench.model.client\n"
             f"print(','.join(sorted(m for m in {HEAVY!r} if m in sys.modules)))\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert proc.stdout.strip() == ""
