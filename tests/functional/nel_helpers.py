@@ -3,6 +3,7 @@ readers over a live store."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -148,6 +149,41 @@ def wait_for_steps(store: Path, at_least: int, proc: subprocess.Popen[str], time
             return n
         time.sleep(0.03)
     raise AssertionError(f"the store held only {n} steps after {timeout} s")
+
+
+def _parents() -> dict[int, int]:
+    """pid -> parent pid of every process, from /proc."""
+    out = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            out[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+    return out
+
+
+def descendants(root: int) -> list[int]:
+    """The pids of every process under ``root`` (children first), from /proc."""
+    parents, found, frontier = _parents(), [], [root]
+    while frontier:
+        children = [pid for pid, parent in parents.items() if parent in frontier]
+        found += children
+        frontier = children
+    return found
+
+
+def running(pid: int) -> bool:
+    """Alive and not a zombie (a zombie has exited; only its parent has yet to read its status)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def command_line(pid: int) -> str:
+    """A process's command line, its arguments joined by spaces ("" once it is gone)."""
+    try:
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
 
 
 def free_port() -> int:

@@ -147,7 +147,7 @@ class TestLimits:
         proc = subprocess.Popen([NEL, *eval_args(mock.base_url, problems=1, repeats=10**12, output_dir=tmp_path)],
                                 cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         try:
-            time.sleep(4)
+            time.sleep(4)  # the run streams for a while: still alive then, and its memory is what is measured
             assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
             rss_mb = _rss_mb(proc.pid)
             proc.terminate()

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import pytest
+from waiting import wait_until_async
 
 from workbench.sandbox.base import Sandbox, Sandboxes
 from workbench.sandbox.daemon import DockerdFailed, DockerdMissing, ensure_dockerd
@@ -32,6 +33,20 @@ def containers_labelled(key: str, value: str) -> list[str]:
     client = docker.from_env()
     try:
         return [c["Id"] for c in client.api.containers(all=True, filters={"label": f"{key}={value}"})]
+    finally:
+        client.close()
+
+
+def running_in_container(key: str, value: str, command: str) -> bool:
+    """A process whose command line holds ``command`` runs in a container labelled ``key=value``."""
+    import docker
+
+    client = docker.from_env()
+    try:
+        for c in client.api.containers(filters={"label": f"{key}={value}"}):
+            if any(command in " ".join(p) for p in client.api.top(c["Id"]).get("Processes") or []):
+                return True
+        return False
     finally:
         client.close()
 
@@ -321,7 +336,8 @@ class TestNothingLeftBehind:
             ready = asyncio.Event()
             task = asyncio.create_task(attempt(sandboxes, ready))
             await asyncio.wait_for(ready.wait(), 30)
-            await asyncio.sleep(0.3)
+            await wait_until_async(lambda: running_in_container("nel.test", run_id, "sleep 60"), 30,
+                                   what="the command to run in the container")
             assert containers_labelled("nel.test", run_id)
             task.cancel()
             with pytest.raises(asyncio.CancelledError):

@@ -15,7 +15,8 @@ from typing import Any
 import httpx
 import orjson
 import pytest
-from nel_helpers import wait_for
+from nel_helpers import command_line, descendants, running, wait_for
+from waiting import wait_until
 
 from workbench.environments import get_environment
 from workbench.serve.process import ServeHandle, serve_process
@@ -290,7 +291,9 @@ class TestSandboxBenchmarks:
             thread = threading.Thread(target=lambda: done.append(
                 c.post("/verify", json={"response": slow, "idx": 0}).json()["reward"]))
             thread.start()
-            time.sleep(0.5)
+            wait_until(lambda: any("harness.py" in command_line(p) and running(p)
+                                   for p in descendants(handle.process.pid)),
+                       30, what="the slow response's tests to run in a sandbox")
             started = time.monotonic()
             assert c.get("/health").status_code == 200 and time.monotonic() - started < 1.0  # not blocked
             thread.join(30)

@@ -25,7 +25,7 @@ from typing import cast
 import httpx
 import orjson
 import pytest
-from nel_helpers import wait_for
+from nel_helpers import descendants, running, wait_for
 
 from workbench.serve.process import ServeHandle, serve_process
 
@@ -150,12 +150,12 @@ class TestScoringOffTheEventLoop:
     @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process tree from /proc")
     def test_a_server_killed_with_sigkill_leaves_no_worker_behind(self) -> None:
         with serve_process(["-b", "gsm8k", "--port", "0", "--scoring-workers", "2"]) as handle:
-            helpers = _descendants(handle.process.pid)
+            helpers = descendants(handle.process.pid)
             assert len(helpers) >= 3  # the forkserver and two workers (and multiprocessing's resource tracker)
             handle.process.send_signal(signal.SIGKILL)
             handle.process.wait(10)
             deadline = time.monotonic() + 10
-            while (left := [pid for pid in helpers if _running(pid)]) and time.monotonic() < deadline:
+            while (left := [pid for pid in helpers if running(pid)]) and time.monotonic() < deadline:
                 time.sleep(0.1)
         assert left == [], f"still running after the server was killed: {left}"
 
@@ -239,32 +239,6 @@ class TestSlowClients:
             sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 70_000)
             answer = _read_all(sock)
         assert answer.startswith(b"HTTP/1.1 431") and b"headers_too_large" in answer
-
-
-def _parents() -> dict[int, int]:
-    """pid -> parent pid of every process, from /proc."""
-    out = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            out[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-    return out
-
-
-def _descendants(root: int) -> list[int]:
-    parents, found, frontier = _parents(), [], [root]
-    while frontier:
-        children = [pid for pid, parent in parents.items() if parent in frontier]
-        found += children
-        frontier = children
-    return found
-
-
-def _running(pid: int) -> bool:
-    """Alive and not a zombie (a zombie has exited; only its parent has yet to read its status)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def _read_all(sock: socket.socket) -> bytes:

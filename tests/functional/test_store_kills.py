@@ -63,7 +63,7 @@ def test_a_kill_anywhere_while_a_store_is_created_leaves_no_unusable_store(tmp_p
         proc = ctx.Process(target=_ingest_into, args=(str(store), k % 2 == 1))
         started = time.monotonic()
         proc.start()
-        time.sleep(max(0.0, started + delay - time.monotonic()))
+        time.sleep(max(0.0, started + delay - time.monotonic()))  # the kill point in the ingest's span
         proc.kill()
         proc.join()
         try:

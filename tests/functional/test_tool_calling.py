@@ -133,7 +133,7 @@ def test_long_output_keeps_its_head_and_tail_and_a_slow_tool_times_out(mock: Moc
     async def answer(name: str, args: dict[str, Any]) -> ToolOutcome:
         if name == "bash":
             return ToolOutcome("HEAD" + "x" * 50_000 + "TAIL", exit_code=0)
-        await asyncio.sleep(10)
+        await asyncio.sleep(10)  # the slow tool: far past tool_timeout
         return ToolOutcome("never")
 
     out = solve(mock, idx, attempt, ScriptedTools(answer), max_output_chars=1_000, tool_timeout=0.2)

@@ -1,8 +1,10 @@
-"""Helpers of the TUI tests: wait for workers, read what is on screen."""
+"""Helpers of the TUI tests: wait for workers or a condition, read what is on screen."""
 
 from __future__ import annotations
 
 import io
+import time
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
@@ -30,6 +32,18 @@ async def settle(pilot: Pilot[Any], rounds: int = 200) -> None:
             await pilot.pause()
             return
     raise AssertionError("workers kept running")
+
+
+async def wait_for(pilot: Pilot[Any], done: Callable[[], object], timeout: float = 90.0,
+                   interval: float = 0.2) -> None:
+    """Let the app run (its timers fire while the pilot pauses) until ``done()`` holds; after ``timeout`` s
+    fail, showing the screen."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if done():
+            return
+        await pilot.pause(interval)
+    raise AssertionError(f"timed out; on screen:\n{screen_text(pilot.app)}")
 
 
 async def open_screen(pilot: Pilot[Any], screen: Screen[Any]) -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pilot_helpers import column, row_keys, screen_text, settle, text_of
-from textual.command import CommandPalette
+from pilot_helpers import column, row_keys, screen_text, settle, text_of, wait_for
+from textual.command import CommandList, CommandPalette
+from textual.screen import Screen
 from tui_store import RUN_A, RUN_B
 
 from workbench.tui.app import NelApp
@@ -17,6 +18,15 @@ from workbench.tui.screens.tasks import TasksScreen
 from workbench.tui.screens.too_small import TooSmallScreen
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
+
+
+def reverse_offered(screen: Screen[object]) -> bool:
+    """The command palette lists its search's results, "Reverse the sort order" highlighted."""
+    found = screen.query(CommandList)
+    if not found or not found.first().has_class("--visible") or (highlighted := found.first().highlighted) is None:
+        return False
+    option = found.first().get_option_at_index(highlighted)
+    return "Reverse the sort order" in str(option.prompt)
 
 
 class TestRunsScreen:
@@ -115,7 +125,7 @@ class TestShell:
             await pilot.press("ctrl+p")
             assert isinstance(app.screen, CommandPalette)
             await pilot.press(*"reverse")
-            await pilot.pause(0.2)  # the palette searches in the background
+            await wait_for(pilot, lambda: reverse_offered(app.screen), timeout=10)  # it searches in the background
             await pilot.press("enter")
             await settle(pilot)
             assert isinstance(app.screen, RunsScreen) and row_keys(app, "#runs") == [RUN_A, RUN_B]

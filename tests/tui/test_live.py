@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from pilot_helpers import column, settle, text_of
+from pilot_helpers import column, settle, text_of, wait_for
 from tui_store import RUN_A
 
 from workbench.store.layout import segments_root
@@ -88,7 +88,8 @@ class TestLive:
                 assert "wrong" in text_of(app, "#failures")
                 assert app.screen.query_one("#latest").row_count > 0  # type: ignore[attr-defined]
                 writer.finish()
-                await pilot.pause(1.2)
+                await wait_for(pilot, lambda: screen.snapshot is not None and screen.snapshot.run.status == "complete",
+                               timeout=10)
                 await settle(pilot)
                 assert screen.snapshot is not None and screen.snapshot.run.status == "complete"
                 assert text_of(app, "#headline").startswith("complete · 60/60 steps (100.0%)")
@@ -106,9 +107,7 @@ class TestLive:
                 assert isinstance(screen, TasksScreen) and screen.run is not None
                 assert screen.run.status == "running"
                 writer.finish()
-                deadline = time.monotonic() + 10
-                while screen.run.status != "complete" and time.monotonic() < deadline:
-                    await pilot.pause(0.25)
+                await wait_for(pilot, lambda: screen.run is not None and screen.run.status == "complete", timeout=10)
                 assert screen.run.status == "complete"
                 assert "missing" not in column(app, "#tasks", "bucket")
 
@@ -133,7 +132,7 @@ class TestLive:
             await settle(pilot)
             assert isinstance(app.screen, RunsScreen)
             await app.push_screen(LiveScreen("not-yet"))
-            await pilot.pause(0.7)
+            await wait_for(pilot, lambda: app.screen.polls >= 2, timeout=10)  # type: ignore[attr-defined]
             await settle(pilot)
             assert "Run not-yet is not in this store" in text_of(app, "#message")
             assert app.screen.polls >= 2  # type: ignore[attr-defined]

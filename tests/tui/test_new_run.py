@@ -4,12 +4,11 @@ it finishes; the form names a mistake before anything starts."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from pilot_helpers import screen_text, settle
+from pilot_helpers import screen_text, settle, wait_for
 from recording_model import recording_model, url_of
 from textual.pilot import Pilot
 from textual.widgets import Input, Select
@@ -32,16 +31,6 @@ async def fill(pilot: Pilot[Any], **values: str) -> None:
         else:
             screen.query_one(f"#{field}", Input).value = value
     await pilot.pause()
-
-
-async def wait_for(pilot: Pilot[Any], done: object, timeout: float = 90.0) -> None:
-    """Let the app poll (its timers run while the pilot pauses) until ``done()`` holds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if done():  # type: ignore[operator]
-            return
-        await pilot.pause(0.2)
-    raise AssertionError(f"timed out; on screen:\n{screen_text(pilot.app)}")  # type: ignore[arg-type]
 
 
 class TestNewRun:

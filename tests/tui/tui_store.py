@@ -237,7 +237,7 @@ def write_live_run(store: Path, *, run_id: str = "live-run", tasks: int = 20, re
             while waits_on is not None and waits_on.exists():
                 time.sleep(0.02)
             writer.append(row)
-            time.sleep(delay_s)
+            time.sleep(delay_s)  # the writer's pace, what the live view watches
     writer.finish("complete")
 
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from functools import partial
 
 import numpy as np
 import polars as pl
 import pytest
-from factories import run_data
+from factories import run_from_rewards
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from profiles import examples
@@ -25,38 +26,9 @@ from workbench.analysis.compare import (
 )
 from workbench.analysis.sources import RunData
 
-
-def make_run(
-    rewards: dict[str, list[float]],
-    *,
-    run_id: str = "run",
-    idx: dict[str, int] | None = None,
-    errors: dict[str, list[bool]] | None = None,
-    category: dict[str, str] | None = None,
-    latency: float = 100.0,
-    completion_tokens: int = 50,
-    unattempted: int = 0,
-) -> RunData:
-    """A run with the given rewards per task id (one entry per attempt, in repeat order)."""
-    idx = idx or {t: i for i, t in enumerate(rewards)}
-    rows = []
-    for task, values in rewards.items():
-        for r, value in enumerate(values):
-            err = bool(errors and errors.get(task, [False] * len(values))[r])
-            rows.append({
-                "task_id": task, "task_idx": idx[task], "repeat": r, "reward": 0.0 if err else float(value),
-                "passed": (not err) and value >= 1.0, "error": err, "failure_category": "timeout" if err else None,
-                "latency_ms": latency, "prompt_tokens": 10, "completion_tokens": completion_tokens,
-                "total_tokens": 10 + completion_tokens, **({"category": category.get(task)} if category else {}),
-            })
-    attempts = pl.DataFrame(rows, schema_overrides={"failure_category": pl.Utf8, "category": pl.Utf8}).sort(
-        ["task_idx", "repeat"])
-    never = [f"never-{i}" for i in range(unattempted)]
-    listed = pl.DataFrame({"task_id": [*rewards, *never],
-                           "task_idx": [*(idx[t] for t in rewards), *(1000 + i for i in range(unattempted))]},
-                          schema={"task_id": pl.Utf8, "task_idx": pl.Int64})
-    repeats = max((len(v) for v in rewards.values()), default=0)
-    return run_data(attempts, listed, n_repeats=repeats, run_id=run_id, benchmark="bench", source=f"test:{run_id}")
+# the runs of this module: benchmark "bench", 100 ms and 10 + 50 tokens an attempt
+make_run = partial(run_from_rewards, run_id="run", benchmark="bench", latency=100.0, prompt_tokens=10,
+                   completion_tokens=50)
 
 
 def binary_runs(worse: int, better: int, both_right: int, both_wrong: int) -> tuple[RunData, RunData]:

@@ -13,9 +13,8 @@ from pathlib import Path
 
 import duckdb
 import numpy as np
-import polars as pl
 import pytest
-from factories import ATTEMPT_SCHEMA, open_shard, run_data, run_header, step_row
+from factories import open_shard, run_from_rewards, run_header, step_row
 from scipy import stats as sps
 
 from workbench.analysis.compare import compare_runs
@@ -38,27 +37,7 @@ def wilson(k: int, n: int) -> tuple[float, float]:
     return float(ci.low), float(ci.high)
 
 
-def make_run(tasks: dict[str, list[float]], *, run_id: str = "r", category: dict[str, str] | None = None,
-             errors: dict[str, list[bool]] | None = None, n_repeats: int | None = None) -> RunData:
-    """Rewards per task id (one per attempt); ``errors`` marks attempts that timed out (reward 0)."""
-    rows = []
-    for i, (task, rewards) in enumerate(tasks.items()):
-        for rep, reward in enumerate(rewards):
-            err = bool(errors and errors.get(task, [False] * len(rewards))[rep])
-            rows.append({"task_id": task, "task_idx": i, "repeat": rep, "reward": 0.0 if err else float(reward),
-                         "passed": not err and reward >= 1.0, "error": err,
-                         "failure_category": "timeout" if err else None, "latency_ms": 1.0, "prompt_tokens": 1,
-                         "completion_tokens": 1, "total_tokens": 2, "response_chars": 3,
-                         "category": (category or {}).get(task)})
-    attempts = pl.DataFrame(rows, schema={**ATTEMPT_SCHEMA, "category": pl.Utf8})
-    listed = pl.DataFrame({"task_id": list(tasks), "task_idx": list(range(len(tasks))),
-                           "category": [(category or {}).get(t) for t in tasks]},
-                          schema={"task_id": pl.Utf8, "task_idx": pl.Int64, "category": pl.Utf8})
-    if category is None:
-        attempts, listed = attempts.drop("category"), listed.drop("category")
-    repeats = n_repeats or max((len(v) for v in tasks.values()), default=0)
-    return run_data(attempts, listed, n_repeats=repeats, run_id=run_id, source=f"test:{run_id}",
-                    extra=() if category is None else ("category",))
+make_run = run_from_rewards
 
 
 # ---- the minimum detectable effect -----------------------------------------------------------------

@@ -8,7 +8,7 @@ from typing import Any
 
 import polars as pl
 import pytest
-from factories import ATTEMPT_SCHEMA, run_data
+from factories import FORMAT_ERROR, PASS, TIMEOUT, WRONG, run_from_outcomes
 
 from workbench.analysis.diagnosis.profile import default_slices, run_profile
 from workbench.analysis.diagnosis.types import CostContrast, CrossTabCell, ErrorHotspot, FailureCount, SliceRow
@@ -16,29 +16,8 @@ from workbench.analysis.run_stats import run_statistics
 from workbench.analysis.sources import RunData
 from workbench.errors import UsageError
 
-P, W, F, T = "pass", "wrong", "format_error", "timeout"  # attempt outcomes
-
-
-def make_run(tasks: list[dict], n_repeats: int, *, run_id: str = "r", meta: tuple[str, ...] = ()) -> RunData:
-    """``tasks``: one dict per task: ``outcomes`` (one of P / W / F / T per attempt), optional ``tokens`` (one
-    per attempt), ``id``, ``idx`` and metadata values named in ``meta``. A timeout is a transport error."""
-    rows, listed = [], []
-    for pos, t in enumerate(tasks):
-        tid, idx = t.get("id", f"t{pos}"), t.get("idx", pos)
-        values = {k: t.get(k) for k in meta}
-        listed.append({"task_id": tid, "task_idx": idx, **values})
-        for rep, outcome in enumerate(t["outcomes"]):
-            passed, error = outcome == P, outcome == T
-            tokens = t.get("tokens", [100 if passed else 300] * len(t["outcomes"]))[rep]
-            rows.append({"task_id": tid, "task_idx": idx, "repeat": rep, "reward": float(passed), "passed": passed,
-                         "error": error, "failure_category": None if outcome in (P, W) else outcome,
-                         "latency_ms": 5000.0 if error else 10.0, "prompt_tokens": None, "completion_tokens": None,
-                         "total_tokens": None if error else tokens,
-                         "response_chars": None if error else (10 if passed else 40), **values})
-    schema = {**ATTEMPT_SCHEMA, **dict.fromkeys(meta, pl.Utf8)}
-    attempts = pl.DataFrame(rows, schema=schema).sort("task_idx", "repeat")
-    frame = pl.DataFrame(listed, schema={"task_id": pl.Utf8, "task_idx": pl.Int64, **dict.fromkeys(meta, pl.Utf8)})
-    return run_data(attempts, frame, n_repeats=n_repeats, run_id=run_id, extra=meta)
+P, W, F, T = PASS, WRONG, FORMAT_ERROR, TIMEOUT  # attempt outcomes
+make_run = run_from_outcomes  # also used by test_diagnosis_shift.py
 
 
 META = ("category", "difficulty")

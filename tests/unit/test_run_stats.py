@@ -10,7 +10,7 @@ from typing import ClassVar
 import orjson
 import polars as pl
 import pytest
-from factories import ATTEMPT_SCHEMA, open_shard, run_data, run_header, step_row, task_rows
+from factories import open_shard, run_from_rewards, run_header, step_row, task_rows
 from scipy import stats as scipy_stats
 
 from workbench.analysis.run_stats import NO_VALUE, run_statistics
@@ -25,22 +25,13 @@ T975 = {2: 4.302652729749464, 3: 3.182446305284263}
 
 # ---- building RunData by hand ----------------------------------------------------------------------
 def make_run(tasks: list[dict], n_repeats: int) -> RunData:
-    """``tasks``: one dict per task: ``rewards`` (list), optional ``errors`` (indices of errored attempts) and
-    metadata (``category``, ``passage``)."""
-    rows, listed = [], []
-    for idx, t in enumerate(tasks):
-        meta = {k: t.get(k) for k in ("category", "passage")}
-        listed.append({"task_id": f"t{idx}", "task_idx": idx, **meta})
-        for rep, reward in enumerate(t["rewards"]):
-            error = rep in t.get("errors", ())
-            rows.append({"task_id": f"t{idx}", "task_idx": idx, "repeat": rep, "reward": float(reward),
-                         "passed": reward >= 1, "error": error, "failure_category": "timeout" if error else None,
-                         "latency_ms": 1.0, "prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2, **meta})
-    schema = {k: v for k, v in ATTEMPT_SCHEMA.items() if k != "response_chars"}
-    schema.update(category=pl.Utf8, passage=pl.Utf8)
-    attempts = pl.DataFrame(rows, schema=schema)
-    task_frame = pl.DataFrame(listed, schema={k: schema[k] for k in ("task_id", "task_idx", "category", "passage")})
-    return run_data(attempts, task_frame, n_repeats=n_repeats, extra=("category", "passage"))
+    """``tasks``: one dict per task ``t<position>``: ``rewards`` (list), optional ``errors`` (indices of errored
+    attempts, whose reward is 0) and metadata (``category``, ``passage``: columns of every run here)."""
+    by_id = {f"t{i}": t for i, t in enumerate(tasks)}
+    return run_from_rewards(
+        {i: t["rewards"] for i, t in by_id.items()}, n_repeats=n_repeats, source="test",
+        errors={i: [r in t.get("errors", ()) for r in range(len(t["rewards"]))] for i, t in by_id.items()},
+        metadata={c: {i: t.get(c) for i, t in by_id.items()} for c in ("category", "passage")})
 
 
 def binary(passes: int, n: int, **meta) -> dict:

@@ -71,7 +71,7 @@ def test_a_connection_the_server_closed_while_idle_is_replaced_transparently():
         t = FastTransport()
         for _ in range(3):
             r = await t.handle_async_request(request(url))
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.05)  # idle between requests: the server's close arrives meanwhile
             assert r.status_code == 200
         server.close()
 
@@ -96,7 +96,7 @@ def test_a_truncated_body_raises_a_protocol_error():
 
 def test_a_silent_server_raises_read_timeout():
     async def handler(reader, writer):
-        await asyncio.sleep(10)
+        await asyncio.sleep(10)  # a server that never answers (the behaviour under test)
 
     async def main():
         server, url = await serve(handler)
