@@ -67,10 +67,12 @@ _RULES: tuple[_Rule, ...] = (
      lambda m: f"{m[1]}{m[2] + ' ' if m[2] else ''}{REDACTED}"),
     # a bare "Bearer xxx" (a token is at least 8 characters: "bearer of" is prose)
     (("bearer",), re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/\-]{8,}=*"), rf"\1{REDACTED}"),
-    # x-api-key: xxx, "api_key": "xxx", access_token=xxx, password: xxx
+    # x-api-key: xxx, "api_key": "xxx", access_token=xxx, password: xxx (not nel's own message about the key:
+    # "services.main.api_key: environment variable MY_KEY is not set")
     (("key", "token", "secret", "password"),
      re.compile(r"(?i)\b((?:x-)?api[_-]?key|access[_-]?token|refresh[_-]?token|auth[_-]?token|client[_-]?secret"
-                r"|password)([\"']?\s*[:=]\s*[\"']?)[^\s\"',;&<>]+"),
+                r"|password)([\"']?\s*[:=]\s*[\"']?)(?!(?:environment|expected|unknown|missing|must|not) )"
+                r"[^\s\"',;&<>]+"),
      rf"\1\2{REDACTED}"),
 )
 

@@ -190,12 +190,14 @@ def _run_args(
     name: str,
     env: Mapping[str, str],
     claims: Mapping[str, Path] = {},
+    config_maps: Mapping[str, Path] = {},
     network: str | None = None,
     aliases: Sequence[str] = (),
     detach: bool = False,
     extra: Sequence[str] = (),
 ) -> list[str]:
-    """`docker run` arguments for a pod's container: its image replaced by the local one, the claims by bind mounts."""
+    """`docker run` arguments for a pod's container: its image replaced by the local one, the claims and the
+    ConfigMaps (``config_maps``: a directory holding each one's files) by bind mounts."""
     args = ["run", "--name", name, "--label", LABEL]
     args += ["-d"] if detach else []
     sec = {**pod.get("securityContext", {}), **container.get("securityContext", {})}
@@ -214,6 +216,8 @@ def _run_args(
         volume = volumes[mount["name"]]
         if "persistentVolumeClaim" in volume:
             args += ["-v", f"{claims[volume['persistentVolumeClaim']['claimName']]}:{mount['mountPath']}"]
+        elif "configMap" in volume:
+            args += ["-v", f"{config_maps[volume['configMap']['name']]}:{mount['mountPath']}:ro"]
         elif "emptyDir" in volume:
             args += ["--tmpfs", f"{mount['mountPath']}:exec,mode=1777"]
         else:
@@ -443,8 +447,16 @@ def test_the_manifests_are_kubernetes_objects_wired_as_documented() -> None:
     )
     assert env["NEMO_API_KEY"]["valueFrom"]["secretKeyRef"] == {"name": "nel-model-api", "key": "api-key"}
     args = container["args"]
-    assert args[:2] == ["eval", "run"] and "--run-id" in args and "--resume" in args
-    assert {m["mountPath"] for m in container["volumeMounts"]} == {"/data"}
+    assert args[:2] == ["eval", "run"] and "--resume" in args
+    spec_path = args[args.index("--spec") + 1]  # every shard reads the one run specification, whole
+    pod, _ = _container(shards)
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    mounts = {m["mountPath"]: volumes[m["name"]] for m in container["volumeMounts"]}
+    assert set(mounts) == {"/data", "/etc/nel"} and spec_path.startswith("/etc/nel/")
+    config_map = _one(K8S / "run-spec.yaml", "ConfigMap")
+    assert mounts["/etc/nel"]["configMap"]["name"] == config_map["metadata"]["name"]
+    spec = json.loads(config_map["data"][Path(spec_path).name])
+    assert spec["output"]["store"].startswith("/data/") and spec["benchmarks"][0]["run_id"]
 
     merge = _one(K8S / "merge-job.yaml", "Job")
     assert merge["spec"].get("completionMode", "NonIndexed") == "NonIndexed"
@@ -482,6 +494,13 @@ def test_the_indexed_job_then_the_merge_job_as_the_job_controller_runs_them(
     n = shards["spec"]["completions"]
     api = {"nel-model-api": {"api-key": "not-needed-by-the-mock"}}
     claims = {"nel-data": data}
+    config_map = _one(K8S / "run-spec.yaml", "ConfigMap")
+    spec_dir = tmp_path / "run-spec"  # the ConfigMap's files, as the kubelet mounts them
+    spec_dir.mkdir()
+    for name, text in config_map["data"].items():
+        (spec_dir / name).write_text(text)
+    spec_dir.chmod(0o755)
+    config_maps = {config_map["metadata"]["name"]: spec_dir}
 
     def shard(index: int, attempt: int = 0) -> list[str]:
         env = _pod_env(
@@ -491,7 +510,8 @@ def test_the_indexed_job_then_the_merge_job_as_the_job_controller_runs_them(
             extra={"JOB_COMPLETION_INDEX": str(index)},
         )
         assert env["NEL_SHARD_IDX"] == str(index) and env["NEL_TOTAL_SHARDS"] == str(n)
-        return _run_args(pod, container, name=f"{RUN}-shard-{index}-{attempt}", env=env, claims=claims, network=network)
+        return _run_args(pod, container, name=f"{RUN}-shard-{index}-{attempt}", env=env, claims=claims,
+                         config_maps=config_maps, network=network)
 
     merge_pod, merge_container = _container(_one(K8S / "merge-job.yaml", "Job"))
 
@@ -519,10 +539,8 @@ def test_the_indexed_job_then_the_merge_job_as_the_job_controller_runs_them(
 
     done = merge(1)
     _assert_ran(done)
-    args = container["args"]
-    problems = int(args[args.index("--max-problems") + 1])
-    repeats = int(args[args.index("--repeats") + 1])
-    run_id = _pod_env(container, annotations={SHARD_INDEX_ANNOTATION: "0"}, secret_values=api)["NEL_RUN_ID"]
+    (bench,) = json.loads(config_map["data"]["spec.json"])["benchmarks"]
+    problems, repeats, run_id = bench["max_problems"], bench["repeats"], bench["run_id"]
     assert f"run {run_id}: complete" in done.stdout
 
     s = open_store(store)

@@ -63,6 +63,9 @@ class TestPatterns:
         "max_tokens=5 and the key points are",
         "see https://example.com/path?page=2&q=key",
         "an email: someone@example.com",
+        # nel's own messages about a key name the key's path, not a key
+        "suite.yaml:5: services.main.api_key: environment variable MY_KEY is not set",
+        "services.judge.api_key: expected a string, got a list",
         "",
     ])
     def test_ordinary_text_is_left_alone(self, text: str) -> None:

@@ -26,8 +26,10 @@ def cmd_config_check(args: argparse.Namespace) -> int:
     from workbench.spec.io import spec_json
 
     spec, _ = load_config(Path(args.config), args.override or ())
-    if args.json:
-        print(orjson.dumps(orjson.loads(spec_json(spec)), option=orjson.OPT_INDENT_2).decode())
+    if args.json:  # for workers elsewhere (a Kubernetes ConfigMap, another host): no key, no local path in it
+        tree = orjson.loads(spec_json(spec))
+        tree.pop("source", None)
+        print(orjson.dumps(tree, option=orjson.OPT_INDENT_2).decode())
         return 0
     print(f"{args.config}: ok: {len(spec.services)} service(s), {len(spec.benchmarks)} benchmark(s)"
           + ("" if spec.runs_here else f", on SLURM in {spec.cluster.shards if spec.cluster else 1} shards"))
