@@ -42,6 +42,7 @@ def load_spec(path: Path, overrides: Sequence[str] = ()) -> tuple[RunSpec, Locat
     are then known); every error names file, line and dot-path."""
     from workbench.environments import benchmark_names
     from workbench.environments.byob import load_benchmark_file
+    from workbench.environments.schemes import scheme_of
 
     located = load_config_tree(path)
     apply_overrides(located, overrides)
@@ -57,7 +58,8 @@ def load_spec(path: Path, overrides: Sequence[str] = ()) -> tuple[RunSpec, Locat
         files = tree["benchmark_files"]
         tree["benchmark_files"] = [str(located.file.parent / f) if isinstance(f, str) else f
                                    for f in ([files] if isinstance(files, str) else files)]
-    spec = validate(tree, located, lambda name: name in known or name.startswith("gym://"))  # remote: at run
+    # a URI (gym://, or a scheme a package registers) is checked when the run resolves it: by its scheme
+    spec = validate(tree, located, lambda name: name in known or scheme_of(name) is not None)
     return spec, located
 
 
