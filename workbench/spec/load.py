@@ -42,7 +42,7 @@ def load_spec(path: Path, overrides: Sequence[str] = ()) -> tuple[RunSpec, Locat
     are then known); every error names file, line and dot-path."""
     from workbench.environments import benchmark_names
     from workbench.environments.byob import load_benchmark_file
-    from workbench.environments.schemes import scheme_of
+    from workbench.environments.schemes import find_scheme, scheme_of
 
     located = load_config_tree(path)
     apply_overrides(located, overrides)
@@ -58,8 +58,11 @@ def load_spec(path: Path, overrides: Sequence[str] = ()) -> tuple[RunSpec, Locat
         files = tree["benchmark_files"]
         tree["benchmark_files"] = [str(located.file.parent / f) if isinstance(f, str) else f
                                    for f in ([files] if isinstance(files, str) else files)]
-    # a URI (gym://, or a scheme a package registers) is checked when the run resolves it: by its scheme
-    spec = validate(tree, located, lambda name: name in known or scheme_of(name) is not None)
+    def named(name: str) -> bool:  # a URI's scheme must be served (gym://, or a package's); the rest at run
+        scheme = scheme_of(name)
+        return name in known if scheme is None else find_scheme(scheme) is not None
+
+    spec = validate(tree, located, named)
     return spec, located
 
 
