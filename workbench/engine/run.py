@@ -352,7 +352,7 @@ async def run_evaluation(
         with contextlib.suppress(OSError, NelError):  # the disk may be full: the first error is the one to tell
             writer.finish(status, error)
             progress.finished = True
-            _maybe_ingest(store, shard, ingest_at_end)
+            _maybe_ingest(store, shard, ingest_at_end, progress.done)
         if cause is not None:
             raise cause from None
         raise
@@ -362,7 +362,7 @@ async def run_evaluation(
         raise RunFailed(f"{writer.dir.shard_json}: cannot record the shard's end ({exc.strerror or exc}); its steps "
                         "are kept: make room, then rerun with --resume") from None
     progress.finished = True
-    ingested = _maybe_ingest(store, shard, ingest_at_end)
+    ingested = _maybe_ingest(store, shard, ingest_at_end, progress.done)
     return RunResult(
         run_id=plan.run_id, store=store, shard=shard, status=status, steps_written=progress.done,
         steps_skipped=len(plan.done), shard_steps=plan.shard_steps, elapsed_s=time.monotonic() - started,
@@ -405,9 +405,14 @@ def _release_memory() -> None:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
-def _maybe_ingest(store: Path, shard: Shard, ingest_at_end: bool | None) -> bool:
+RELEASE_AFTER_STEPS = 10_000
+"""Below this many steps the loop's heap is small: a collection before ingest (~20 ms) would only cost time."""
+
+
+def _maybe_ingest(store: Path, shard: Shard, ingest_at_end: bool | None, steps: int) -> bool:
     if ingest_at_end is False or (ingest_at_end is None and shard.sharded):
         return False
-    _release_memory()
+    if steps >= RELEASE_AFTER_STEPS:
+        _release_memory()
     ingest(store)
     return True

@@ -54,6 +54,26 @@ def _transport(secure: bool) -> FastTransport | None:
     return FastTransport(tls_context() if secure else None)  # plain HTTP (a local server) needs no TLS context
 
 
+async def probe(url: str, timeout: float = 10.0) -> None:
+    """GET ``url`` once and ignore the answer: whether the host speaks HTTP at all. Raises ``httpx.TransportError``.
+
+    On the run's own transport (no httpx connection pool, whose first use costs ~30 ms of imports and set-up)
+    unless a proxy is configured."""
+    target = httpx.URL(url)
+    transport = _transport(target.scheme == "https")
+    if transport is None:
+        async with httpx.AsyncClient(timeout=httpx.Timeout(timeout), verify=tls_context()) as http:
+            await http.get(target)
+        return
+    request = httpx.Request("GET", target, headers={"Host": target.netloc.decode("ascii"),
+                                                    "User-Agent": "nel-workbench", "Accept": "*/*"},
+                            extensions={"timeout": httpx.Timeout(timeout).as_dict()})
+    try:
+        await (await transport.handle_async_request(request)).aread()
+    finally:
+        await transport.aclose()
+
+
 class FatalModelError(Exception):
     """The endpoint refuses every request (bad URL, bad key): stop the run."""
 

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from workbench.errors import RunFailed
-from workbench.model.client import ModelClient, prepare, tls_context
+from workbench.model.client import ModelClient, prepare, probe
 from workbench.model.config import ModelConfig, redact_url
 from workbench.solvers.base import AttemptContext, SolverOutput
 from workbench.types import Message, SeedResult
@@ -62,18 +62,15 @@ class SimpleSolver:
     async def preflight(self) -> None:
         """Check the host answers HTTP at all (any status will do), with bounded retries."""
         parts = urlsplit(self.model.endpoint)
-        probe = urlunsplit((parts.scheme, parts.netloc, parts.path.rsplit("/", 1)[0] + "/models", "", ""))
+        probe_url = urlunsplit((parts.scheme, parts.netloc, parts.path.rsplit("/", 1)[0] + "/models", "", ""))
         last: Exception | None = None
-        # verify: the run's one TLS context (a new one costs ~30 ms), none at all for plain HTTP
-        verify = tls_context() if parts.scheme == "https" else False
-        async with httpx.AsyncClient(timeout=httpx.Timeout(10.0), verify=verify) as http:
-            for delay in (0.0, 0.5, 1.0, 2.0):
-                await asyncio.sleep(delay)
-                try:
-                    await http.get(probe)
-                    return
-                except httpx.TransportError as exc:
-                    last = exc
+        for delay in (0.0, 0.5, 1.0, 2.0):
+            await asyncio.sleep(delay)
+            try:
+                await probe(probe_url)
+                return
+            except httpx.TransportError as exc:
+                last = exc
         reason = (str(last) or type(last).__name__).splitlines()[0] if last else "unknown error"
         raise RunFailed(
             f"cannot reach the model at {redact_url(self.model.endpoint)}: {reason} (4 attempts); "
