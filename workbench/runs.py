@@ -213,8 +213,8 @@ async def _with_sigterm(coro: Coroutine[Any, Any, T]) -> T:
 
 def read_summary(store: Path, run_id: str, shard: Shard | None = None) -> RunSummary:
     """Recompute a run's (or one shard's) summary from its steps in the store."""
-    with open_store(store).pinned() as s:  # one connection (its set-up is most of the cost) for every query
-        return _summary_of(s, store, run_id, shard)
+    # one connection (its set-up is most of the cost) for every query, on the run's own live files only
+    return open_store(store, runs=[run_id]).on_snapshot(lambda s: _summary_of(s, store, run_id, shard))
 
 
 def _summary_of(s: Store, store: Path, run_id: str, shard: Shard | None) -> RunSummary:

@@ -85,6 +85,24 @@ class TestReadsOverLiveJournals:
         w.finish("complete")
 
 
+    def test_several_reads_on_one_snapshot_start_again_when_a_live_file_is_rolled_away(self, tmp_path):
+        store = tmp_path / "nel.duckdb"
+        w = open_writer(store, "r")
+        w.append(step("r", 0, 0))
+        snapshots: list[int] = []
+
+        def reads(s):  # the first snapshot sees the journal, which its writer rolls away before the second read
+            n = s.rows("SELECT count(*) FROM steps")[0][0]
+            snapshots.append(n)
+            if len(snapshots) == 1:
+                w.journal_path.unlink()
+            return n, s.rows("SELECT count(*) FROM steps WHERE run_id = 'r'")[0][0]
+
+        assert open_store(store).on_snapshot(reads) == (0, 0)
+        assert snapshots == [1, 0]
+        w.finish("complete")
+
+
 class TestStoreCreation:
     """A store is either absent, or complete and openable: never a file no later command opens."""
 

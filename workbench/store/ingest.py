@@ -115,8 +115,8 @@ def ingest(store: Path, sources: list[Path] | None = None, *, bulk: bool = False
     ``MERGE_MEMORY_LIMIT``; the engine's end-of-run ingest, beside a finished run, stays lean.
     """
     budget = {"memory_limit": merge_memory(), "threads": 2} if bulk else {}
-    done, added = _ingest_segments_in_batches(store, sources, budget)
-    con = connect_rw(store)
+    done, added, con = _ingest_segments_in_batches(store, sources, budget)
+    con = con or connect_rw(store)
     try:
         for attempt in range(_VANISHED_RETRIES):
             try:
@@ -172,9 +172,11 @@ def _insert_steps_from(con: duckdb.DuckDBPyConnection, select: str | None) -> in
     return int(row[0]) if row else 0
 
 
-def _ingest_segments_in_batches(store: Path, sources: list[Path] | None,
-                                budget: dict[str, Any]) -> tuple[set[Path], int]:
-    """Insert the steps of every Parquet segment present now; return those done and the rows added.
+def _ingest_segments_in_batches(store: Path, sources: list[Path] | None, budget: dict[str, Any]
+                                ) -> tuple[set[Path], int, duckdb.DuckDBPyConnection | None]:
+    """Insert the steps of every Parquet segment present now; return those done, the rows added and, for the
+    lean end-of-run ingest of a single shard, the connection it used, still open (opening the file again
+    would cost as much as the copy itself).
 
     A shard none of whose steps are in the store yet (the common case: a merge after the shards
     finished) is copied in whole, in one transaction, with no anti-join against the growing steps
@@ -184,18 +186,22 @@ def _ingest_segments_in_batches(store: Path, sources: list[Path] | None,
     segment by segment, skipping the steps present."""
     done: set[Path] = set()
     added = 0
-    for shard in _snapshot(store, sources).shards:
-        if not shard.segments:
-            continue
+    shards = [shard for shard in _snapshot(store, sources).shards if shard.segments]
+    keep = len(shards) == 1 and not budget
+    for shard in shards:
         con = connect_rw(store, **budget)
         try:
             if _shard_has_steps(con, shard):
                 added += _insert_segments_skipping_present(con, store, shard.segments, done)
             else:
                 added += _copy_fresh_shard(con, store, shard, done)
-        finally:
+        except BaseException:
             con.close()
-    return done, added
+            raise
+        if keep:
+            return done, added, con
+        con.close()
+    return done, added, None
 
 
 _SEGMENTS_PER_STATEMENT = 64
@@ -302,9 +308,12 @@ def _ingest_locked(
                 "INSERT OR IGNORE INTO run_tasks SELECT DISTINCT run_id, task_idx, task_id "
                 f"FROM ({tasks})"
             )
+        # the runs ingested now only: counting every run's steps made each run's end as slow as the store is big
+        ingested = sorted({s.run["run_id"] for s in state.shards})
         con.execute(
             "UPDATE run_shards SET n_steps = c.n FROM (SELECT run_id, shard_idx, count(*) AS n FROM steps "
-            "GROUP BY ALL) c WHERE run_shards.run_id = c.run_id AND run_shards.shard_idx = c.shard_idx"
+            "WHERE list_contains(?, run_id) GROUP BY ALL) c "
+            "WHERE run_shards.run_id = c.run_id AND run_shards.shard_idx = c.shard_idx", [ingested]
         )
         rows = []
         for run_id, header in headers.items():

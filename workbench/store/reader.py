@@ -238,6 +238,20 @@ class Store:
             finally:
                 self._pinned = None
 
+    def on_snapshot(self, work: Callable[[Store], T]) -> T:
+        """``work(store)`` with every call of it on one connection (as ``pinned``), again on a fresh snapshot if
+        a live file vanished meanwhile: several reads that must agree, while other runs (or other shards of this
+        one) keep writing."""
+        for attempt in range(8):
+            try:
+                with self.pinned() as pinned:
+                    return work(pinned)
+            except duckdb.Error as exc:
+                if not vanished_file_error(exc) or attempt == 7:
+                    raise
+                time.sleep(0.02 * (attempt + 1))
+        raise AssertionError("unreachable")
+
     def query(self, query: str, params: list[Any] | None, fetch: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
         """Run ``query`` and ``fetch`` its result, on a fresh snapshot if a live file vanished."""
         return self.on_connection(lambda con: fetch(con.execute(query, params or [])))
