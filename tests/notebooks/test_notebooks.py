@@ -12,7 +12,7 @@ from conftest import BASELINE, CANDIDATE, execute
 
 from workbench.analysis.diagnosis.api import diagnose
 from workbench.analysis.sources import load_run
-from workbench.analysis.triage.runs import runs_table
+from workbench.analysis.triage import runs_table
 from workbench.store import open_store
 
 pytestmark = pytest.mark.timeout(180)

@@ -161,7 +161,7 @@ def _percent(done: int, expected: int) -> float | None:
 
 def _progress(state: LaunchState) -> dict[int, tuple[int, int]]:
     """Steps done and expected per shard, summed over the launch's runs, from the store's live view."""
-    from workbench.analysis.triage.live import live_snapshot
+    from workbench.store.queries.triage_live import live_snapshot
     from workbench.store.reader import Store
 
     totals: dict[int, tuple[int, int]] = {}

@@ -4,8 +4,9 @@ Users coming from NeMo Evaluator have tools that read its output files, so the n
 documented result format where there is one (``results.jsonl``: ``problem_idx``, ``reward``,
 ``repeat``, ``model_response``, ...) and ``docs/artifacts.md`` documents every field.
 
-Everything is read from the store: per-step files are streamed with ``fetchmany``, one bounded range of
-problems at a time (a run is never held in memory); aggregates come from SQL or ``workbench.stats``.
+Everything is read from the store by ``workbench.store.queries.export_rows`` (this module holds no SQL):
+per-step files are streamed in batches, one bounded range of problems at a time (a run is never held in
+memory); aggregates come from SQL there or from ``workbench.stats`` here.
 Every file is written to a temporary name and renamed, so a reader never sees half a file, and the
 bundle ``eval-{run_id}.json`` is written last: its presence means the export is complete.
 """
@@ -29,6 +30,15 @@ from workbench.errors import UsageError, path_error
 from workbench.secrets import redact_value
 from workbench.stats import bounded_mean, pass_at_k_estimates, unit_span
 from workbench.store import Store, open_store
+from workbench.store.queries.export_rows import (
+    STEP_NAMES,
+    category_task_counts,
+    failure_rows,
+    metric_task_scores,
+    problem_sizes,
+    runtime_row,
+    step_range,
+)
 from workbench.store.queries.exported import (  # the bundle's format, read back below this package
     BUNDLE_FORMAT,
     BUNDLE_VERSION,
@@ -41,7 +51,6 @@ FAILURE_ANALYSIS = "failure_analysis.json"
 EXEMPLARS_PER_CATEGORY = 3
 EXEMPLAR_CHARS = 300
 WRONG_ANSWER = "wrong_answer"
-_FETCH = 1024
 # The steps are sorted by DuckDB, inside a reader's small memory budget, one range of problems at a
 # time: each range holds at most this much text (or this many steps), whatever the run's size.
 _RANGE_BYTES = 8 << 20
@@ -156,30 +165,7 @@ def write_text(path: Path, text: str) -> Path:
 
 
 # ---- per-step files --------------------------------------------------------------------------------
-_STEP_COLUMNS = (
-    "task_idx", "repeat", "task_id", "shard_idx", "prompt", "messages", "response", "reasoning", "finish_reason",
-    "tool_calls", "reward", "passed", "expected_answer", "extracted_answer", "scoring_method", "scoring_details",
-    "failure_category", "error", "http_status", "n_retries", "prompt_tokens", "completion_tokens", "total_tokens",
-    "reasoning_tokens", "latency_ms", "seed_ms", "model_ms", "verify_ms", "request_hash", "request_seed",
-    "response_id", "scores",
-)
-_STEP_QUERY = f"""
-SELECT {", ".join("s." + c for c in _STEP_COLUMNS)},
-    strftime(s.started_at, '%Y-%m-%dT%H:%M:%S.%fZ') AS started_at,
-    CASE WHEN t.metadata IS NULL THEN s.metadata WHEN s.metadata IS NULL THEN t.metadata
-         ELSE json_merge_patch(t.metadata, s.metadata) END AS metadata
-FROM steps s LEFT JOIN tasks t ON t.task_id = s.task_id
-WHERE s.run_id = ? AND s.task_idx BETWEEN ? AND ?
-ORDER BY s.task_idx, s.repeat
-"""
-_SIZE_QUERY = """
-SELECT task_idx, count(*),
-       sum(coalesce(strlen(prompt), 0) + coalesce(strlen(messages::VARCHAR), 0) + coalesce(strlen(response), 0)
-           + coalesce(strlen(reasoning), 0) + coalesce(strlen(tool_calls::VARCHAR), 0)
-           + coalesce(strlen(scoring_details::VARCHAR), 0) + coalesce(strlen(scores::VARCHAR), 0))
-FROM steps WHERE run_id = ? GROUP BY task_idx ORDER BY task_idx
-"""
-_STEP_NAMES = (*_STEP_COLUMNS, "started_at", "metadata")
+_STEP_NAMES = STEP_NAMES  # the keys of a step: ``export_rows.STEP_NAMES``
 
 
 def _frag(value: str | None) -> orjson.Fragment | None:
@@ -233,7 +219,7 @@ def step_ranges(store: Store, run_id: str) -> list[tuple[int, int]]:
     (a problem larger than that is a range of its own)."""
     ranges: list[tuple[int, int]] = []
     n_steps = n_bytes = 0
-    for idx, n, size in store.rows(_SIZE_QUERY, [run_id]):
+    for idx, n, size in problem_sizes(store, run_id):
         if ranges and n_steps + n <= _RANGE_STEPS and n_bytes + size <= _RANGE_BYTES:
             ranges[-1] = (ranges[-1][0], idx)
             n_steps, n_bytes = n_steps + n, n_bytes + size
@@ -248,24 +234,19 @@ def write_step_files(store: Store, run_id: str, results: Path, trajectories: Pat
     range of problems at a time. Returns the number of steps (lines in each file)."""
     dumps = orjson.dumps
 
-    def fetch(cur: Any) -> tuple[int, list[bytes], list[bytes]]:
-        # Returns the range's lines rather than writing them: a query retried (a live journal was
+    def render(steps: list[dict[str, Any]]) -> tuple[int, bytes, bytes]:
+        # Returns the batch's lines rather than writing them: a range read again (a live journal was
         # rolled into a segment meanwhile) must not write its lines twice.
-        n, res, traj = 0, [], []
-        while batch := cur.fetchmany(_FETCH):
-            steps = [dict(zip(_STEP_NAMES, r, strict=True)) for r in batch]
-            res.append(b"".join(dumps(results_line(s)) + b"\n" for s in steps))
-            traj.append(b"".join(dumps(trajectory_line(run_id, s)) + b"\n" for s in steps))
-            n += len(batch)
-        return n, res, traj
+        return (len(steps), b"".join(dumps(results_line(s)) + b"\n" for s in steps),
+                b"".join(dumps(trajectory_line(run_id, s)) + b"\n" for s in steps))
 
     total = 0
     with atomic_open(results) as res_file, atomic_open(trajectories) as traj_file:
         for first, last in step_ranges(store, run_id):
-            n, res, traj = store.query(_STEP_QUERY, [run_id, first, last], fetch)
-            res_file.writelines(res)
-            traj_file.writelines(traj)
-            total += n
+            for n, res, traj in step_range(store, run_id, first, last, render):
+                res_file.write(res)
+                traj_file.write(traj)
+                total += n
     return total
 
 
@@ -336,18 +317,12 @@ def build_eval_bundle(store: Store, run_id: str) -> dict[str, Any]:
     return orjson.loads(orjson.dumps(bundle, option=_JSON_OPTS))  # NaN -> null, numpy -> plain numbers
 
 
-_SCORES_QUERY = """
-SELECT metric, task_idx, count(*), fsum(reward) / count(*), avg(CAST(passed AS DOUBLE))
-FROM step_scores WHERE run_id = ? GROUP BY metric, task_idx ORDER BY metric, task_idx
-"""
-
-
 def metric_scores(store: Store, run_id: str) -> dict[str, dict[str, Any]]:
     """Per metric: mean reward across tasks (repeats reduced per task first) with its 95 % interval, and
     pass rate; the numbers of the ``run_scores`` view, computed by ``workbench.stats`` over tasks in a
     fixed order so they are the same to the last bit every time."""
     per_metric: dict[str, list[tuple[int, float, float]]] = {}
-    for metric, _, n, reward, pass_rate in store.rows(_SCORES_QUERY, [run_id]):
+    for metric, _, n, reward, pass_rate in metric_task_scores(store, run_id):
         per_metric.setdefault(metric, []).append((n, reward, pass_rate))
     out = {}
     for metric, rows in per_metric.items():
@@ -358,23 +333,11 @@ def metric_scores(store: Store, run_id: str) -> dict[str, dict[str, Any]]:
     return out
 
 
-_CATEGORY_QUERY = """
-WITH s AS (
-    SELECT s.task_idx, s.passed, s.reward,
-           coalesce(s.metadata ->> 'category', t.metadata ->> 'category', s.scoring_details ->> 'category') AS category
-    FROM steps s LEFT JOIN tasks t ON t.task_id = s.task_id
-    WHERE s.run_id = ?
-)
-SELECT category, task_idx, count(*) AS n, count(*) FILTER (WHERE passed) AS c, fsum(reward) AS reward
-FROM s GROUP BY category, task_idx ORDER BY category, task_idx
-"""
-
-
 def category_scores(store: Store, run_id: str, ks: list[int]) -> dict[str, dict[str, Any]]:
     """Per benchmark category (``metadata.category``, else ``scoring_details.category``, as NeMo
     Evaluator reads it): pass@k with 95 % intervals, repeats reduced per task first. Empty when the
     benchmark has no categories; steps without one go to ``uncategorized`` when others have one."""
-    rows = store.rows(_CATEGORY_QUERY, [run_id])
+    rows = category_task_counts(store, run_id)
     if all(r[0] is None for r in rows):
         return {}
     groups: dict[str, list[tuple[int, int, float]]] = {}
@@ -393,31 +356,13 @@ def category_scores(store: Store, run_id: str, ks: list[int]) -> dict[str, dict[
     return out
 
 
-_RUNTIME_QUERY = """
-SELECT
-    count(*),
-    (max(epoch_us(started_at) + coalesce(latency_ms, 0) * 1000) - min(epoch_us(started_at))) / 1e6,
-    favg(latency_ms), max(latency_ms),
-    favg(seed_ms), quantile_cont(seed_ms, 0.5), favg(model_ms), quantile_cont(model_ms, 0.5),
-    favg(verify_ms), quantile_cont(verify_ms, 0.5),
-    sum(reasoning_tokens), avg(prompt_tokens), avg(completion_tokens),
-    favg(completion_tokens / (model_ms / 1000.0)) FILTER (WHERE model_ms > 0 AND completion_tokens > 0),
-    count(*) FILTER (WHERE is_error_category(failure_category)),
-    count(*) FILTER (WHERE failure_category IS NOT NULL),
-    coalesce(sum(n_retries), 0), count(*) FILTER (WHERE n_retries > 0),
-    histogram(coalesce(finish_reason, 'none'))
-FROM steps WHERE run_id = ?
-"""
-
-
 def runtime_stats(store: Store, run_id: str, summary: RunSummary) -> dict[str, Any]:
     """Latency percentiles, token throughput, finish reasons and errors (``runtime_stats.json``).
 
     Wall time runs from the first step's start to the last step's end: a run resumed after a pause
     counts the pause too."""
-    (n, wall, lat_mean, lat_max, seed_mean, seed_p50, model_mean, model_p50, verify_mean, verify_p50,
-     reasoning, mean_prompt, mean_completion, per_request_tps, n_errors, n_failed, retries,
-     n_retried, finish) = store.rows(_RUNTIME_QUERY, [run_id])[0]
+    r = runtime_row(store, run_id)
+    n, wall = r["n"], r["wall_s"]
     tokens = summary.tokens
     wall = float(wall) if wall else None
     return {
@@ -428,44 +373,30 @@ def runtime_stats(store: Store, run_id: str, summary: RunSummary) -> dict[str, A
         "latency_p50_ms": summary.latency_ms[50],
         "latency_p90_ms": summary.latency_ms[90],
         "latency_p99_ms": summary.latency_ms[99],
-        "latency_mean_ms": lat_mean,
-        "latency_max_ms": lat_max,
+        "latency_mean_ms": r["latency_mean"],
+        "latency_max_ms": r["latency_max"],
         "latency_breakdown_ms": {
-            "seed_ms": {"mean": seed_mean, "p50": seed_p50},
-            "model_ms": {"mean": model_mean, "p50": model_p50},
-            "verify_ms": {"mean": verify_mean, "p50": verify_p50},
+            "seed_ms": {"mean": r["seed_mean"], "p50": r["seed_p50"]},
+            "model_ms": {"mean": r["model_mean"], "p50": r["model_p50"]},
+            "verify_ms": {"mean": r["verify_mean"], "p50": r["verify_p50"]},
         },
         "prompt_tokens": tokens["prompt_tokens"],
         "completion_tokens": tokens["completion_tokens"],
         "total_tokens": tokens["total_tokens"],
-        "reasoning_tokens": int(reasoning) if reasoning is not None else None,
-        "mean_prompt_tokens": mean_prompt,
-        "mean_completion_tokens": mean_completion,
+        "reasoning_tokens": int(r["reasoning_tokens"]) if r["reasoning_tokens"] is not None else None,
+        "mean_prompt_tokens": r["mean_prompt_tokens"],
+        "mean_completion_tokens": r["mean_completion_tokens"],
         "completion_tokens_per_s": tokens["completion_tokens"] / wall if wall else None,
         "total_tokens_per_s": tokens["total_tokens"] / wall if wall else None,
-        "mean_request_completion_tokens_per_s": per_request_tps,
-        "finish_reasons": dict(sorted((finish or {}).items(), key=lambda kv: (-kv[1], kv[0]))),
-        "n_errors": n_errors,
-        "error_rate": n_errors / n if n else None,
-        "n_failed": n_failed,
-        "failure_rate": n_failed / n if n else None,
-        "n_retries": int(retries),
-        "n_steps_retried": n_retried,
+        "mean_request_completion_tokens_per_s": r["per_request_tps"],
+        "finish_reasons": dict(sorted((r["finish_reasons"] or {}).items(), key=lambda kv: (-kv[1], kv[0]))),
+        "n_errors": r["n_errors"],
+        "error_rate": r["n_errors"] / n if n else None,
+        "n_failed": r["n_failed"],
+        "failure_rate": r["n_failed"] / n if n else None,
+        "n_retries": int(r["retries"]),
+        "n_steps_retried": r["n_retried"],
     }
-
-
-_FAILURE_QUERY = f"""
-WITH f AS (
-    SELECT coalesce(failure_category, '{WRONG_ANSWER}') AS category, is_error_category(failure_category) AS is_error,
-           task_id, task_idx, repeat, response, extracted_answer, expected_answer, error, http_status, finish_reason
-    FROM steps WHERE run_id = ? AND (failure_category IS NOT NULL OR NOT passed)
-)
-SELECT category, is_error, count(*) OVER (PARTITION BY category),
-       task_id, task_idx, repeat, left(response, {EXEMPLAR_CHARS}), length(response) > {EXEMPLAR_CHARS},
-       extracted_answer, expected_answer, error, http_status, finish_reason
-FROM f
-QUALIFY row_number() OVER (PARTITION BY category ORDER BY task_idx, repeat) <= {EXEMPLARS_PER_CATEGORY}
-"""
 
 
 def failure_analysis(store: Store, run_id: str, n_steps: int) -> dict[str, Any]:
@@ -473,7 +404,8 @@ def failure_analysis(store: Store, run_id: str, n_steps: int) -> dict[str, Any]:
     Wrong but well-formed answers have no failure category; they are reported apart, as ``wrong_answers``."""
     groups: dict[str, dict[str, Any]] = {}
     for (category, is_error, count, task_id, idx, rep, response, cut, extracted, expected, error, status,
-         finish) in store.rows(_FAILURE_QUERY, [run_id]):
+         finish) in failure_rows(store, run_id, wrong=WRONG_ANSWER, exemplars=EXEMPLARS_PER_CATEGORY,
+                                 chars=EXEMPLAR_CHARS):
         group = groups.setdefault(category, {
             "category": category, "kind": "error" if is_error else "answer", "count": count,
             "percent": 100.0 * count / n_steps if n_steps else None, "exemplars": [],

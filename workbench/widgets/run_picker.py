@@ -7,7 +7,7 @@ from pathlib import Path
 
 import ipywidgets as w
 
-from workbench.analysis.triage.runs import RunRow, runs_table
+from workbench.analysis.triage import RunRow, runs_table
 from workbench.store.reader import Store
 from workbench.widgets._html import table
 

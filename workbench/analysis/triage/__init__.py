@@ -1,36 +1,32 @@
 """Failure triage over a store: the queries and diffs behind ``nel tui``, without any widget.
 
 Every function takes a ``Store`` (or plain values) and returns typed rows, so the TUI stays a thin
-view and each query is testable on its own. Filtering, sorting and paging of the task list happen in
-SQL: a run of 250,000 tasks opens as fast as one of 20. Statistics come from the store's views
-(``run_metrics``, ``task_stats``), never recomputed here. Comparing two runs (``triage.compare``) needs
+view and each query is testable on its own. The queries and the rows they return live in
+``workbench.store.queries`` (``triage_runs``, ``triage_tasks``, ``triage_attempts``, ``triage_live``) and are
+re-exported here, the one API the front ends read; this package adds what is computed over them
+(transcripts, diffs, pairs, rates, sorting) and holds no SQL. Filtering, sorting and paging of the task
+list happen in SQL: a run of 250,000 tasks opens as fast as one of 20. Statistics come from the store's
+views (``run_metrics``, ``task_stats``), never recomputed here. Comparing two runs (``triage.compare``) needs
 polars and the statistics: it is imported where it is used, so opening the TUI does not wait on them.
 """
 
 from workbench.analysis.triage.attempts import (
-    Attempt,
     Block,
-    TaskDetail,
-    attempts,
     blocks_text,
     conversation,
     counterpart,
     default_pair,
     scoring_difference,
-    task_detail,
     transcript,
 )
 from workbench.analysis.triage.diff import DiffRow, Span, WordDiff, word_diff
-from workbench.analysis.triage.live import (
-    FailureEvent,
-    LiveSnapshot,
-    RateMeter,
-    ShardProgress,
-    average_rates,
-    live_snapshot,
-)
-from workbench.analysis.triage.runs import RUN_SORTS, RunHeader, RunRow, run_row, runs_table, sort_filter_runs
-from workbench.analysis.triage.tasks import (
+from workbench.analysis.triage.live import RateMeter, average_rates
+from workbench.analysis.triage.runs import RUN_SORTS, sort_filter_runs
+from workbench.store.queries.sql import SqlResult, named_queries, one_line, run_sql  # re-exported: part of triage's API
+from workbench.store.queries.triage_attempts import Attempt, TaskDetail, attempts, task_detail
+from workbench.store.queries.triage_live import FailureEvent, LiveSnapshot, ShardProgress, live_snapshot
+from workbench.store.queries.triage_runs import RunHeader, RunRow, run_row, runs_table
+from workbench.store.queries.triage_tasks import (
     BUCKETS,
     TASK_SORTS,
     RunOverview,
@@ -44,7 +40,6 @@ from workbench.analysis.triage.tasks import (
     task_list,
     task_page,
 )
-from workbench.store.queries.sql import SqlResult, named_queries, one_line, run_sql  # re-exported: part of triage's API
 
 __all__ = [
     "BUCKETS",

@@ -15,9 +15,10 @@ import polars as pl
 from workbench.analysis.compare import CATEGORY, Comparison, compare_runs, pair_tasks, task_scores
 from workbench.analysis.diagnosis.types import Diagnosis, Finding
 from workbench.analysis.sources import RunData, load_run
-from workbench.analysis.triage.attempts import Attempt, attempts, counterpart
+from workbench.analysis.triage.attempts import counterpart
 from workbench.errors import UsageError
-from workbench.store.queries.rows import fetch_dicts
+from workbench.store.queries.triage_attempts import Attempt, attempts
+from workbench.store.queries.triage_runs import present_runs
 from workbench.store.reader import Store
 
 MOVED_SHOWN = 100
@@ -182,8 +183,7 @@ def _load_pair(store: Store, baseline: str, candidate: str, verb: str) -> tuple[
 
 def _check_runs(store: Store, baseline: str, candidate: str) -> None:
     """Name a run that is gone in one line, before loading starts."""
-    found = {r["run_id"] for r in fetch_dicts(store, "SELECT run_id FROM runs WHERE run_id IN (?, ?)",
-                                              [baseline, candidate])}
+    found = present_runs(store, [baseline, candidate])
     for run_id in (baseline, candidate):
         if run_id not in found:
             raise UsageError(f"Run {run_id} is not in this store (deleted, or the store was replaced).")

@@ -1,79 +1,11 @@
-"""A run while it is written: progress per shard, failures, and rates over a window of polls."""
+"""A run while it is written: rates over a window of polls (the snapshot itself is read by
+``workbench.store.queries.triage_live``)."""
 
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
-from datetime import datetime
 
-from workbench.analysis.triage.runs import RunRow, run_query
-from workbench.store.queries.rows import fetch_many
-from workbench.store.reader import Store
-
-
-@dataclass(frozen=True, slots=True)
-class ShardProgress:
-    shard_idx: int
-    status: str
-    done: int
-    expected: int
-
-
-@dataclass(frozen=True, slots=True)
-class FailureEvent:
-    task_idx: int
-    repeat: int
-    started_at: datetime | None
-    outcome: str
-    extracted_answer: str | None
-    expected_answer: str | None
-    error: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class LiveSnapshot:
-    """What the live screen shows, read in one pass over the store."""
-
-    run: RunRow
-    shards: list[ShardProgress]
-    failures: dict[str, int]
-    """Failed steps by category, answered-but-wrong ones as ``wrong``, most frequent first."""
-    latest: list[FailureEvent]
-    """The most recent failed steps, newest first."""
-
-
-_LIVE_SHARDS = """
-    SELECT r.total_shards, s.shard_idx, coalesce(s.status, 'not started') AS status,
-           coalesce(c.done, 0) AS done, (s.problem_end - s.problem_start) * r.n_repeats AS expected
-    FROM runs r LEFT JOIN run_shards s USING (run_id)
-    LEFT JOIN (SELECT shard_idx, count(*) AS done FROM steps WHERE run_id = ? GROUP BY shard_idx) c USING (shard_idx)
-    WHERE r.run_id = ? ORDER BY s.shard_idx"""
-_LIVE_COUNTS = """
-    SELECT coalesce(failure_category, 'wrong') AS outcome, count(*) AS n FROM steps
-    WHERE run_id = ? AND NOT passed GROUP BY ALL ORDER BY n DESC, outcome"""
-_LIVE_RECENT = """
-    SELECT task_idx, repeat, started_at, coalesce(failure_category, 'wrong') AS outcome, extracted_answer,
-           expected_answer, error FROM steps WHERE run_id = ? AND NOT passed
-    ORDER BY started_at DESC, task_idx DESC, repeat DESC LIMIT ?"""
-
-
-def live_snapshot(store: Store, run_id: str, *, latest: int = 20) -> LiveSnapshot | None:
-    """Progress of ``run_id`` right now (a run another process is writing included); None if it is gone."""
-    runs, shard_rows, counts, recent = fetch_many(store, [
-        run_query(run_id),
-        (_LIVE_SHARDS, [run_id, run_id]),
-        (_LIVE_COUNTS, [run_id]),
-        (_LIVE_RECENT, [run_id, latest]),
-    ])
-    if not runs:
-        return None
-    shards = [ShardProgress(int(r["shard_idx"]), r["status"], int(r["done"]), int(r["expected"] or 0))
-              for r in shard_rows if r["shard_idx"] is not None]
-    total_shards = int(shard_rows[0]["total_shards"]) if shard_rows else 1
-    known = {s.shard_idx for s in shards}
-    shards += [ShardProgress(i, "not started", 0, 0) for i in range(total_shards) if i not in known]
-    return LiveSnapshot(RunRow(**runs[0]), sorted(shards, key=lambda s: s.shard_idx),
-                        {r["outcome"]: int(r["n"]) for r in counts}, [FailureEvent(**r) for r in recent])
+from workbench.store.queries.triage_runs import RunRow
 
 
 class RateMeter:

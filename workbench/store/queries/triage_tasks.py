@@ -1,12 +1,13 @@
-"""The task list of a run: filtered, sorted and paged in SQL, so a run of any size opens at once."""
+"""The task list of a run: filtered, sorted and paged in SQL, so a run of any size opens at once (the rows behind
+the task list of ``nel tui``; ``workbench.analysis.triage`` re-exports them)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.analysis.triage.runs import RunHeader, RunRow, run_query
 from workbench.store.queries.rows import fetch_dicts, fetch_many
+from workbench.store.queries.triage_runs import RunHeader, RunRow, run_query
 from workbench.store.reader import Store
 
 BUCKETS = ("sometimes", "never", "errored", "always", "missing")
