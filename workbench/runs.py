@@ -134,12 +134,16 @@ def run_benchmark(spec: RunSpec, bench: Benchmark, *, resume: bool = False, retr
 
     with _verifier(spec, bench, env) as verifier:
         result = run_async(go(verifier))
-    summary = read_summary(store, result.run_id, shard)
     name = f"summary-shard-{shard.idx}.json" if shard.sharded else "summary.json"
-    summary_path = write_summary_json(output_dir, summary, result, name)
     export = None
-    if result.ingested and not shard.sharded:
-        export = export_run(store, result.run_id, output_dir / "runs" / result.run_id)
+    if result.ingested and not shard.sharded:  # finished and in the file: one connection for summary and export
+        with open_store(store, runs=[result.run_id]).pinned() as s:
+            summary = _summary_of(s, store, result.run_id, shard)
+            summary_path = write_summary_json(output_dir, summary, result, name)
+            export = export_run(s, result.run_id, output_dir / "runs" / result.run_id)
+    else:
+        summary = read_summary(store, result.run_id, shard)
+        summary_path = write_summary_json(output_dir, summary, result, name)
     return BenchmarkOutcome(bench, result, summary, summary_path, export,
                             None if suite is None else tuple(suite.names))
 

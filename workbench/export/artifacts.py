@@ -74,13 +74,15 @@ def bundle_file_name(run_id: str) -> str:
     return f"eval-{re.sub(r'[^A-Za-z0-9._-]', '_', run_id)}.json"
 
 
-def export_run(store_path: str | Path, run_id: str, out_dir: str | Path) -> ExportResult:
-    """Write ``run_id``'s artifacts into ``out_dir`` (created if needed).
+def export_run(store_path: str | Path | Store, run_id: str, out_dir: str | Path) -> ExportResult:
+    """Write ``run_id``'s artifacts into ``out_dir`` (created if needed); given a ``Store`` (a pinned one: the
+    connection the caller read the run's summary on), read through it.
 
     Raises:
         UsageError: when the store or the run is not there, or ``out_dir`` is a file.
     """
-    store = open_store(store_path, runs=[run_id])  # another run's live journals are none of its business
+    # another run's live journals are none of its business
+    store = store_path if isinstance(store_path, Store) else open_store(store_path, runs=[run_id])
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise UsageError(f"{out}: is a file; the artifacts need a directory")

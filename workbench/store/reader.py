@@ -230,7 +230,11 @@ class Store:
     def pinned(self) -> Iterator[Store]:
         """This store with every call inside the block on one connection: one snapshot for several
         queries (a consistent view, and one set-up instead of one per call). For finished runs: a live
-        journal rolled away mid-block is an error here rather than a retry."""
+        journal rolled away mid-block is an error here rather than a retry. Inside a pinned block, the same
+        connection again."""
+        if self._pinned is not None:
+            yield self
+            return
         with self.connect() as con:
             self._pinned = con
             try:
