@@ -20,6 +20,7 @@ from workbench.engine.sharding import Shard
 from workbench.errors import UsageError
 from workbench.limits import MAX_REPEATS, MAX_STEPS
 from workbench.model.failures import ERROR_CATEGORIES, RETRYABLE_CATEGORIES
+from workbench.store.database import probe_store
 from workbench.store.layout import segments_root
 from workbench.store.reader import Store
 
@@ -149,8 +150,8 @@ def plan_run(
     lo, hi = shard.slice(start, end)
     existing: dict[str, Any] | None = None
     exists = _store_exists(store)
-    if exists:
-        Store(store).rows("SELECT count(*) FROM runs")  # not a store, or a newer schema: say so before any step
+    if store.exists():
+        probe_store(store)  # not a store, or a newer schema: say so before any step
     if run_id is None and shard.sharded:
         run_id = shared_run_id(benchmark, ident_hash)
     if run_id is not None:

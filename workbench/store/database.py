@@ -262,5 +262,17 @@ def attach_ro(con: duckdb.DuckDBPyConnection, path: Path, alias: str) -> None:
     check_version(con, path, schema=alias)
 
 
+def probe_store(path: Path) -> None:
+    """Raise the one line a reader would for a file that is not a store, or is a newer nel's, without building a
+    reader's views (a run checks its store this way before its first step: a third of the cost)."""
+    con = duckdb.connect()
+    try:
+        attach_ro(con, path, "db")
+    except IncompleteStore:
+        pass  # the run's ingest completes it, as any writer does
+    finally:
+        con.close()
+
+
 def _sql_str(value: str) -> str:
     return value.replace("'", "''")
