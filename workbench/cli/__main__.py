@@ -1,5 +1,3 @@
-import sys
+from workbench.cli import entry
 
-from workbench.cli import main
-
-sys.exit(main())
+entry()
