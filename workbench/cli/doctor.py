@@ -102,7 +102,7 @@ def run_checks(store: Path) -> Iterator[Check]:
 
 def check_store(store: Path) -> list[Check]:
     from workbench.errors import NelError
-    from workbench.store.database import SCHEMA_VERSION, connect_ro
+    from workbench.store.database import SCHEMA_VERSION, store_facts
     from workbench.store.live import scan
 
     enables = "every run (its steps are written there)"
@@ -117,20 +117,14 @@ def check_store(store: Path) -> list[Check]:
         return [Check("store", "error", f"{store}: its directory is not writable (runs write segments beside it)",
                       enables, fix)]
     try:
-        con = connect_ro(store)
+        version, n_runs = store_facts(store)
     except NelError as exc:
         return [Check("store", "error", str(exc), enables, "point --store at a nel store, or move this file away")]
-    try:
-        row = con.execute("SELECT value FROM nel_meta WHERE key = 'schema_version'").fetchone()
-        runs = con.execute("SELECT count(*) FROM runs").fetchone()
-    finally:
-        con.close()
-    version = int(row[0]) if row else 0
     live = scan(store)
     running = sum(1 for shard in live.shards if shard.status == "running")
     segments = f"; live segments: {len(live.shards)} shard(s) of {len(live.run_ids())} run(s), {running} running" \
         if live.shards else "; no live segments"
-    detail = f"{store}: opens, schema version {version}, {runs[0] if runs else 0} run(s){segments}"
+    detail = f"{store}: opens, schema version {version}, {n_runs} run(s){segments}"
     if version < SCHEMA_VERSION:
         return [Check("store", "warn", detail + f" (this nel writes version {SCHEMA_VERSION}: the next write "
                       "migrates it, adding only)", enables)]

@@ -234,17 +234,6 @@ def _migrate(con: duckdb.DuckDBPyConnection) -> None:
         con.execute("UPDATE nel_meta SET value = ? WHERE key = 'schema_version'", [str(SCHEMA_VERSION)])
 
 
-def connect_ro(path: Path) -> duckdb.DuckDBPyConnection:
-    """Open an existing store read-only."""
-    con = _connect(path, read_only=True)
-    try:
-        check_version(con, path)
-    except Exception:
-        con.close()
-        raise
-    return con
-
-
 def attach_ro(con: duckdb.DuckDBPyConnection, path: Path, alias: str) -> None:
     """Attach an existing store read-only under ``alias``, waiting out a writer's lock."""
     deadline = time.monotonic() + _LOCK_WAIT_S
@@ -260,6 +249,19 @@ def attach_ro(con: duckdb.DuckDBPyConnection, path: Path, alias: str) -> None:
                 continue
             raise UsageError(f"{path}: not a nel store ({_first_line(exc)})") from None
     check_version(con, path, schema=alias)
+
+
+def store_facts(path: Path) -> tuple[int, int]:
+    """An existing store's schema version and number of stored runs, read beside any writer (its lock waited
+    out); a file that is not a store, or a newer nel's, raises the reader's one line."""
+    con = duckdb.connect()
+    try:
+        attach_ro(con, path, "db")
+        row = con.execute("SELECT value FROM db.nel_meta WHERE key = 'schema_version'").fetchone()
+        runs = con.execute("SELECT count(*) FROM db.runs").fetchone()
+    finally:
+        con.close()
+    return (int(row[0]) if row else 0), (int(runs[0]) if runs else 0)
 
 
 def probe_store(path: Path) -> None:
