@@ -16,6 +16,9 @@ from typing import Any, TextIO
 # httpx imports its own command-line client (click, rich, pygments: 30-60 ms) whenever those are installed; nel
 # never runs it, so that import is made to fail fast (httpx then defines a stub that explains itself).
 sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+# numpy's OpenBLAS starts a thread per core on import (60 ms before a small run does anything); nel's statistics
+# are vector sums that one thread does as fast (bench_compare, bench_diagnose: no change). A user's setting wins.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 DEFAULT_OUTPUT_DIR = "nel-results"
 
