@@ -245,7 +245,9 @@ class Store:
     def on_snapshot(self, work: Callable[[Store], T]) -> T:
         """``work(store)`` with every call of it on one connection (as ``pinned``), again on a fresh snapshot if
         a live file vanished meanwhile: several reads that must agree, while other runs (or other shards of this
-        one) keep writing."""
+        one) keep writing. Inside ``pinned``, on the pinned connection, once."""
+        if self._pinned is not None:
+            return work(self)
         for attempt in range(8):
             try:
                 with self.pinned() as pinned:
@@ -266,15 +268,7 @@ class Store:
         if self._pinned is not None:
             release(self._pinned)
             return work(self._pinned)
-        for attempt in range(8):
-            try:
-                with self.connect() as con:
-                    return work(con)
-            except duckdb.Error as exc:
-                if not vanished_file_error(exc) or attempt == 7:
-                    raise
-                time.sleep(0.02 * (attempt + 1))
-        raise AssertionError("unreachable")
+        return self.on_snapshot(lambda pinned: pinned.on_connection(work))
 
     def sql(self, query: str, params: list[Any] | None = None) -> Any:
         """Run ``query`` and return a polars DataFrame (live runs included)."""
