@@ -26,13 +26,14 @@ from workbench.engine.metrics import MetricSuite
 from workbench.engine.plan import RunPlan
 from workbench.engine.verify_pool import EnvSource, ProcessScoring, Scoring, default_workers
 from workbench.environments import EvalEnvironment, get_environment
-from workbench.errors import UsageError, path_error
+from workbench.errors import NelError, UsageError, path_error
 from workbench.export.artifacts import ExportResult, export_run, run_summary, write_summary_json
 from workbench.extras import require
 from workbench.solvers import SimpleSolver
 from workbench.solvers.base import Solver
 from workbench.solvers.tool_calling import ToolCallingSettings, ToolCallingSolver
 from workbench.spec import Benchmark, RunSpec, metric_specs, model_config
+from workbench.spec.io import write_result
 from workbench.store import open_store
 from workbench.store.reader import Store
 from workbench.types import RunStatus
@@ -85,6 +86,71 @@ def require_extras(spec: RunSpec) -> None:
             extra = scorer_extra(metric.type)
             if extra is not None:
                 require(extra, f"the {metric.type} scorer")
+
+
+@dataclass(frozen=True, slots=True)
+class SuiteOutcome:
+    """Every benchmark of a spec, run in turn: each one's outcome, or the error that stopped it (in a suite)."""
+
+    results: tuple[tuple[Benchmark, BenchmarkOutcome | NelError], ...]
+    run_ids: tuple[str, ...]
+
+    @property
+    def failed(self) -> int:
+        """How many benchmarks did not complete."""
+        return sum(not (isinstance(r, BenchmarkOutcome) and r.ok) for _, r in self.results)
+
+
+def run(spec: RunSpec, *, resume: bool = False, retry_errors: bool = False, observer: Observer | None = None,
+        on_benchmark: Callable[[Benchmark], None] | None = None,
+        on_outcome: Callable[[Benchmark, BenchmarkOutcome | NelError], None] | None = None) -> SuiteOutcome:
+    """Every benchmark of ``spec`` in turn, on this machine, through ``run_benchmark``.
+
+    In a suite (a config file) a benchmark that fails does not stop the others: its error is its outcome; from
+    flags, it is raised. Whoever launched this process learns each run's id as it starts, and the end, from its
+    result file (``$NEL_RESULT_FILE``), never from its output. Interrupted (Ctrl-C, SIGTERM): records that, and
+    raises ``asyncio.CancelledError``; completed steps are kept."""
+    require_extras(spec)  # every benchmark's, before the first one starts
+    run_ids: list[str] = []
+    results: list[tuple[Benchmark, BenchmarkOutcome | NelError]] = []
+    for bench in spec.benchmarks:
+        if on_benchmark is not None:
+            on_benchmark(bench)
+        outcome: BenchmarkOutcome | NelError
+        try:
+            outcome = run_benchmark(spec, bench, resume=resume, retry_errors=retry_errors,
+                                    observer=_reporting(observer, run_ids))
+        except asyncio.CancelledError:
+            write_result(run_ids, "interrupted")
+            raise
+        except NelError as exc:
+            if spec.source is None:
+                raise
+            outcome = exc
+        results.append((bench, outcome))
+        if on_outcome is not None:
+            on_outcome(bench, outcome)
+    suite = SuiteOutcome(tuple(results), tuple(run_ids))
+    write_result(run_ids, "failed" if suite.failed else "complete")
+    return suite
+
+
+def _reporting(observer: Observer | None, run_ids: list[str]) -> Observer:
+    """``observer``, and each run's id into the result file as the run starts."""
+
+    @asynccontextmanager
+    async def observe(label: str) -> AsyncIterator[OnStart | None]:
+        async with (observer or _unobserved)(label) as inner:
+            def on_start(progress: RunProgress, plan: RunPlan) -> None:
+                if plan.run_id not in run_ids:
+                    run_ids.append(plan.run_id)
+                    write_result(run_ids, "running")
+                if inner is not None:
+                    inner(progress, plan)
+
+            yield on_start
+
+    return observe
 
 
 def run_benchmark(spec: RunSpec, bench: Benchmark, *, resume: bool = False, retry_errors: bool = False,

@@ -20,10 +20,9 @@ from workbench.engine import RunProgress, RunResult, Shard
 from workbench.engine.plan import RunPlan
 from workbench.errors import NelError, UsageError
 from workbench.extras import require
-from workbench.runs import BenchmarkOutcome, Observer, OnStart, read_summary, require_extras, run_benchmark
-from workbench.spec import RunSpec
+from workbench.runs import BenchmarkOutcome, Observer, OnStart, read_summary, run
+from workbench.spec import Benchmark, RunSpec
 from workbench.spec.flags import spec_flags, spec_from_flags
-from workbench.spec.io import write_result
 from workbench.store import open_store
 
 __all__ = ["check_run_args", "cmd_eval_reverify", "cmd_eval_run", "read_summary", "run_spec"]
@@ -137,55 +136,49 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
 
 
 def run_here(spec: RunSpec, *, resume: bool = False, retry_errors: bool = False, show_progress: bool = True) -> int:
-    """Every benchmark of ``spec`` in turn, on this machine. In a suite (a config file) one that fails does not
-    stop the others, and the exit code is 1 if any did not complete; Ctrl-C stops the suite (130)."""
+    """Every benchmark of ``spec`` in turn, on this machine (``workbench.runs.run``), printed as it goes. In a suite
+    (a config file) one that fails does not stop the others, and the exit code is 1 if any did not complete;
+    Ctrl-C stops the suite (130)."""
     suite = spec.source is not None
-    require_extras(spec)  # every benchmark's, before the first one starts
-    outcomes: list[tuple[str, str]] = []
-    run_ids: list[str] = []  # reported as they start (workers: $NEL_RESULT_FILE), for whoever launched them
-    for bench in spec.benchmarks:
-        label = f"{bench.path} ({bench.name})"
+
+    def label(bench: Benchmark) -> str:
+        return f"{bench.path} ({bench.name})"
+
+    def starting(bench: Benchmark) -> None:
         if suite:
-            print(f"nel: === {label} on service {bench.service!r} ===", file=sys.stderr)
-        try:
-            outcome = run_benchmark(spec, bench, resume=resume, retry_errors=retry_errors,
-                                    observer=_observer(show_progress, run_ids))
-        except asyncio.CancelledError:
-            write_result(run_ids, "interrupted")
-            print("nel: run interrupted; completed steps are kept; rerun with --resume to continue", file=sys.stderr)
-            return 130
-        except NelError as exc:
-            if not suite:
-                raise
-            print(f"nel: error: {label}: {exc}", file=sys.stderr)  # one failing benchmark does not stop the others
-            outcomes.append((label, f"failed: {exc}"))
-            continue
-        print_outcome(outcome, spec.store_path)
-        code = 0 if outcome.ok else 1
-        outcomes.append((label, "complete" if code == 0 else f"incomplete (exit {code})"))
-    if len(outcomes) > 1:
+            print(f"nel: === {label(bench)} on service {bench.service!r} ===", file=sys.stderr)
+
+    def ended(bench: Benchmark, outcome: BenchmarkOutcome | NelError) -> None:
+        if isinstance(outcome, BenchmarkOutcome):
+            print_outcome(outcome, spec.store_path)
+        else:  # one failing benchmark does not stop the others
+            print(f"nel: error: {label(bench)}: {outcome}", file=sys.stderr)
+
+    try:
+        done = run(spec, resume=resume, retry_errors=retry_errors, observer=_observer(show_progress),
+                   on_benchmark=starting, on_outcome=ended)
+    except asyncio.CancelledError:
+        print("nel: run interrupted; completed steps are kept; rerun with --resume to continue", file=sys.stderr)
+        return 130
+    if len(done.results) > 1:
         print("\nsuite:")
-        for label, text in outcomes:
-            print(f"  {label}: {text}")
-    failed = sum(not text.startswith("complete") for _, text in outcomes)
-    write_result(run_ids, "failed" if failed else "complete")
-    if failed and suite:
-        print(f"nel: {failed} of {len(outcomes)} benchmarks did not complete", file=sys.stderr)
-    return 1 if failed else 0
+        for bench, outcome in done.results:
+            text = (f"failed: {outcome}" if isinstance(outcome, NelError) else
+                    "complete" if outcome.ok else "incomplete (exit 1)")
+            print(f"  {label(bench)}: {text}")
+    if done.failed and suite:
+        print(f"nel: {done.failed} of {len(done.results)} benchmarks did not complete", file=sys.stderr)
+    return 1 if done.failed else 0
 
 
-def _observer(show_progress: bool, run_ids: list[str]) -> Observer:
-    """The CLI watching a run: a progress bar on a terminal, a line saying what starts, and the run's id in the
-    result file of a worker."""
+def _observer(show_progress: bool) -> Observer:
+    """The CLI watching a run: a progress bar on a terminal, and a line saying what starts."""
 
     @asynccontextmanager
     async def observe(label: str) -> AsyncIterator[OnStart | None]:
         async with progress_bar(show_progress, label) as holder:
             def on_start(progress: RunProgress, plan: RunPlan) -> None:
                 holder.append(progress)
-                if plan.run_id not in run_ids:
-                    run_ids.append(plan.run_id)
-                    write_result(run_ids, "running")
                 shard = plan.shard
                 where = f" shard {shard.idx + 1}/{shard.total}," if shard.sharded else ""
                 verb = "resuming" if plan.done or plan.retry else "starting"
