@@ -338,6 +338,35 @@ def test_a_pinned_store_answers_several_queries_from_one_snapshot(tmp_path, monk
     assert len(opened) == 2  # outside the block, each call has its own connection again
 
 
+def test_a_pinned_connection_serves_only_the_thread_that_pinned_it(tmp_path):
+    """The TUI reads one Store from several worker threads: a thread's pinned block must not hand its connection
+    to another thread's call (DuckDB 2 refuses a second call on a busy connection; 1.x made it wait)."""
+    import threading
+
+    store = tmp_path / "nel.duckdb"
+    w = writer(store)
+    w.append(step(0, 0))
+    w.finish("complete")
+    reader = open_store(store)
+    seen: dict[str, object] = {}
+    pinned_now, done = threading.Event(), threading.Event()
+
+    def pin() -> None:
+        with reader.pinned() as pinned:
+            seen["a"] = pinned.on_connection(lambda con: con)
+            pinned_now.set()
+            done.wait(30)
+
+    other = threading.Thread(target=pin)
+    other.start()
+    assert pinned_now.wait(30)
+    seen["b"] = reader.on_connection(lambda con: con)  # while the other thread holds its block open
+    assert reader.rows("SELECT count(*) FROM steps") == [(1,)]
+    done.set()
+    other.join(30)
+    assert seen["a"] is not seen["b"]
+
+
 def test_an_agents_tool_calls_read_back_one_row_each_in_order(tmp_path):
     store = tmp_path / "nel.duckdb"
     w = writer(store)

@@ -10,6 +10,7 @@ skipped) and never a lock error (the file is attached only for the query).
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
@@ -81,7 +82,7 @@ class Store:
     then never touches another run's journals, which a live writer may roll away at any moment."""
 
     def __init__(self, path: str | Path, *, runs: Iterable[str] | None = None) -> None:
-        self._pinned: duckdb.DuckDBPyConnection | None = None
+        self._local = threading.local()  # a pinned connection is its thread's: a DuckDB connection serves one call
         self._runs = None if runs is None else frozenset(runs)
         self.path = resolve_store_path(path)
         if not self.path.exists() and not segments_root(self.path).is_dir():
@@ -226,6 +227,16 @@ class Store:
             )
 
     # ---- convenience readers returning polars frames -------------------------------------
+    @property
+    def _pinned(self) -> duckdb.DuckDBPyConnection | None:
+        """This thread's pinned connection (another thread's calls open their own: the TUI reads from several)."""
+        con: duckdb.DuckDBPyConnection | None = getattr(self._local, "con", None)
+        return con
+
+    @_pinned.setter
+    def _pinned(self, con: duckdb.DuckDBPyConnection | None) -> None:
+        self._local.con = con
+
     @contextmanager
     def pinned(self) -> Iterator[Store]:
         """This store with every call inside the block on one connection: one snapshot for several
