@@ -143,6 +143,9 @@ def probe(address: str) -> None:
                          "(is `ray start --head` running there?)") from None
 
 
+_TRANSIENT_CLIENT_ERRORS = ("ZombieProcess", "Starting Ray client server failed")
+
+
 def connect(ray: Any, address: str | None) -> bool:
     """Join ``address`` (``auto``, ``HOST:PORT``, ``ray://…``), or $RAY_ADDRESS as under ``ray job submit``,
     or start a local cluster. Returns whether this call started Ray (and so should stop it)."""
@@ -159,10 +162,11 @@ def connect(ray: Any, address: str | None) -> bool:
             ray.init(address=address or None, **kwargs)
             return True
         except Exception as exc:  # ConnectionError, ValueError, RuntimeError: Ray words them well
-            # Ray Client's proxy checks its per-client server with psutil, which raises on a server process
-            # that has exited but not been reaped yet (a host whose init reaps late): that passes, so try again.
-            if "ZombieProcess" in str(exc) and attempt < 2:
-                time.sleep(1.0)
+            # Ray Client's proxy starts a server process per client; on a loaded host that start can fail (the
+            # process exits before it serves: "Starting Ray client server failed"), and the proxy's psutil check
+            # raises on one that has exited but not been reaped yet (ZombieProcess). Both pass: try again.
+            if any(word in str(exc) for word in _TRANSIENT_CLIENT_ERRORS) and attempt < 2:
+                time.sleep(1.0 + 2.0 * attempt)
                 continue
             where = address or os.environ.get("RAY_ADDRESS") or "a local cluster"
             raise UsageError(f"cannot reach the Ray cluster at {where}: {_last_line(str(exc))}") from None
