@@ -224,7 +224,8 @@ def _verifier(spec: RunSpec, bench: Benchmark, env: EvalEnvironment) -> Iterator
     from workbench.environments.registry import resolve_benchmark
 
     files = (*spec.benchmark_files, *([bench.name] if bench.name.endswith(".py") else []))  # `-b FILE.py` too
-    pool = ProcessScoring(EnvSource(resolve_benchmark(bench.name, files), tuple(map(str, files))), default_workers())
+    pool = ProcessScoring(EnvSource(resolve_benchmark(bench.name, files), tuple(map(str, files)),
+                                    dataset_source(spec, bench)), default_workers())
     pool.start()
     try:
         yield pool
@@ -237,7 +238,16 @@ def environment(spec: RunSpec, bench: Benchmark) -> EvalEnvironment:
     ``benchmark_files``), or a remote ``gym://`` one."""
     from workbench.environments.registry import resolve_benchmark
 
-    return get_environment(resolve_benchmark(bench.name, spec.benchmark_files))
+    return get_environment(resolve_benchmark(bench.name, spec.benchmark_files), dataset_source(spec, bench))
+
+
+def dataset_source(spec: RunSpec, bench: Benchmark) -> str | None:
+    """The benchmark's ``dataset:`` as the environment takes it: a URI as is, a local file made absolute
+    (relative to the config file, as written there; else to the working directory)."""
+    if bench.dataset is None or "://" in bench.dataset:
+        return bench.dataset
+    base = Path(spec.source).resolve().parent if spec.source else Path.cwd()
+    return str(base / Path(bench.dataset).expanduser())
 
 
 def _solver(env: EvalEnvironment, bench: Benchmark, model: Any) -> tuple[Solver, ToolCallingSettings | None]:

@@ -318,11 +318,20 @@ def build_parser() -> argparse.ArgumentParser:
     sql.add_argument("--format", choices=("table", "csv", "json"), default="table")
     sql.set_defaults(func=_handler("misc", "cmd_sql"))
 
-    ls = sub.add_parser("list", help="list benchmarks")
+    ls = sub.add_parser("list", help="list benchmarks: domain, size, repeats, scorer, source, data present")
     ls.add_argument("--json", action="store_true", help="machine-readable output")
-    ls.add_argument("--search", metavar="TEXT", help="only benchmarks whose name, description or domain contain TEXT")
+    ls.add_argument("--search", metavar="TEXT", help="only benchmarks of a domain (math, code, knowledge, safety, "
+                    "agent) or whose name or description contain TEXT")
     _benchmark_file_arg(ls)
     ls.set_defaults(func=_handler("misc", "cmd_list"))
+
+    bm = sub.add_parser("benchmarks", help="the built-in benchmarks' data (docs/datasets.md)")
+    bm_sub = bm.add_subparsers(dest="benchmarks_cmd", required=True)
+    pull = bm_sub.add_parser("pull", help="fetch hub benchmarks' data at their pinned revision and freeze it "
+                             "(where the hub is reachable; idempotent)")
+    pull.add_argument("names", nargs="*", metavar="NAME", help="benchmarks to pull (see `nel list`)")
+    pull.add_argument("--all", action="store_true", help="every hub-backed built-in benchmark")
+    pull.set_defaults(func=_handler("benchmarks_cmd", "cmd_benchmarks_pull"))
 
     val = sub.add_parser("validate", help="seed a benchmark and check its answer key scores 1.0")
     val.add_argument("-b", "--bench", required=True, metavar="NAME", help="benchmark name or a BYOB .py file")

@@ -91,27 +91,49 @@ def resolve_bench(bench: str, files: list[str] | None) -> str:
     return resolve_benchmark(bench, files or ())
 
 
+DOMAINS = ("math", "code", "knowledge", "safety", "agent")
+"""The domains ``nel list --search`` knows by name (a benchmark's ``domain`` starts with one: agent → agentic)."""
+
+
+def _matches(info: dict[str, object], needle: str) -> bool:
+    """A domain name matches a benchmark's domain; other text, its name, description, domain or dataset."""
+    domain = str(info.get("domain") or "").lower()
+    if needle in DOMAINS:
+        return domain.startswith(needle)
+    return any(needle in str(info.get(k) or "").lower() for k in ("name", "description", "domain", "dataset"))
+
+
+def _source(info: dict[str, object]) -> str:
+    dataset = str(info.get("dataset") or "")
+    if dataset.startswith("hf://"):
+        repo = dataset[len("hf://"):].split("?", 1)[0]
+        revision = info.get("revision")
+        return f"hf://{repo}" + (f"@{str(revision)[:8]}" if revision else "")
+    return "local"  # shipped with nel, or a BYOB file's own
+
+
 def cmd_list(args: argparse.Namespace) -> int:
-    from workbench.environments import benchmark_names, get_environment
+    from workbench.environments import benchmark_names
+    from workbench.environments.registry import describe_benchmark
 
     resolve_bench("", args.benchmark_file)
-    infos = [get_environment(name).describe() for name in benchmark_names()]
+    infos = [describe_benchmark(name) for name in benchmark_names()]
     if args.search:
-        needle = args.search.lower()
-        fields = ("name", "description", "domain")
-        infos = [i for i in infos if any(needle in str(i.get(k, "")).lower() for k in fields)]
+        infos = [i for i in infos if _matches(i, args.search.lower())]
     if args.json:
         sys.stdout.write(orjson.dumps(infos, option=orjson.OPT_INDENT_2).decode() + "\n")
         return 0
     if not infos:
         print(f"no benchmark matches {args.search!r}")
         return 0
-    width = max(len(i["name"]) for i in infos)
-    scorer_width = max(len(str(i.get("scorer", ""))) for i in infos)
-    for info in infos:
-        scorer = str(info.get("scorer", ""))
-        print(f"{info['name']:<{width}}  {info.get('size', '?'):>6} problems  {scorer:<{scorer_width}}  "
-              f"{info.get('description', '')}")
+    header = ("NAME", "DOMAIN", "SIZE", "REPEATS", "SCORER", "SOURCE", "PRESENT")
+    rows = [(str(i["name"]), str(i.get("domain") or ""), "?" if i.get("size") is None else str(i["size"]),
+             str(i.get("default_repeats", 1)), str(i.get("scorer", "")), _source(i), str(i.get("present", "n/a")))
+            for i in infos]
+    widths = [max(len(r[c]) for r in (header, *rows)) for c in range(len(header))]
+    for row in (header, *rows):
+        print(shown("  ".join(cell.rjust(w) if c in (2, 3) else cell.ljust(w)
+                              for c, (cell, w) in enumerate(zip(row, widths, strict=True))).rstrip()))
     return 0
 
 

@@ -307,6 +307,9 @@ async def run_evaluation(
         raise UsageError(f"{env.name}: every attempt needs a sandbox (its code is run, or its files inspected): give "
                          "the run one with --sandbox docker|local, or sandbox: in a config")
     identity = {"benchmark": env.name, "data_hash": env.data_hash, **solver.identity()}
+    if env.dataset_identity is not None:  # a hub dataset: a new upstream commit is a different experiment
+        identity["dataset"] = env.dataset_identity["source"]
+        identity["dataset_revision"] = env.dataset_identity["revision"]
     if env.capabilities.sandboxed:
         identity["sandbox"] = env.sandbox_identity()
     if metrics is not None:

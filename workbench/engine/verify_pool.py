@@ -82,6 +82,8 @@ class EnvSource:
 
     name: str
     benchmark_files: tuple[str, ...] = ()
+    dataset: str | None = None
+    """The benchmark's ``dataset:`` (another source for its rows), if the run names one."""
 
     def build(self) -> EvalEnvironment:
         from workbench.environments import get_environment
@@ -89,7 +91,7 @@ class EnvSource:
 
         for path in self.benchmark_files:
             load_benchmark_file(path)
-        return get_environment(self.name)
+        return get_environment(self.name, self.dataset)
 
 
 def default_workers() -> int:

@@ -96,6 +96,12 @@ class EvalEnvironment(ABC):
         """A hash of everything that decides prompts and expected answers."""
         return ""
 
+    @property
+    def dataset_identity(self) -> dict[str, str] | None:
+        """Where a hub dataset's rows came from (``{"source": URI, "revision": commit sha}``), for the run's
+        identity; ``None`` for data that is its own (a local file)."""
+        return None
+
     def check_answer_key(self, idx: int) -> tuple[bool, str]:
         """Does problem ``idx``'s expected answer earn full marks? ``(ok, how it was checked)`` for ``nel validate``.
 

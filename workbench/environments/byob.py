@@ -1,13 +1,18 @@
 """Bring your own benchmark: a dataset, a prompt and a scorer in a few lines of Python.
 
 ```python
-from workbench.environments.byob import ScorerInput, benchmark, scorer
+from workbench import ScorerInput, answer_line, benchmark, scorer
 
-@benchmark(name="my-qa", dataset="rows.jsonl", prompt="Q: {question}\\nA:", target_field="answer")
+@benchmark(name="my-qa", dataset="hf://my-org/my-data?split=test", prompt="Question: {question}\\nAnswer:",
+           target_field="answer")
 @scorer
 def check(sample: ScorerInput) -> dict:
-    return {"correct": sample.target.lower() in sample.response.lower()}
+    return answer_line(sample)
 ```
+
+``dataset`` is a local ``.jsonl``/``.json``/``.csv``/``.parquet`` file (relative to the benchmark file), an
+``hf://ORG/NAME[/PATH]?split=…&subset=…&revision=…`` split of a hub dataset (see docs/datasets.md), or a
+function returning rows.
 
 ``nel eval run --bench ./my_bench.py …`` (or ``--benchmark-file my_bench.py -b my-qa``, or a
 config's ``benchmark_files:``) imports the file; ``@benchmark`` registers an environment
@@ -17,21 +22,23 @@ NeMo Evaluator's BYOB decorators.
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import importlib.util
 import inspect
+import re
+import string
 import sys
 import traceback
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, get_args
 
 import orjson
 
+from workbench.datasources import Loaded, is_hub_uri, load_hub, load_local, parse_hub_uri
 from workbench.environments.base import Capabilities, EvalEnvironment, ScoringMode, SeedResult, VerifyResult
-from workbench.environments.dataset import read_jsonl_rows, task_id_of
+from workbench.environments.dataset import task_id_of
 from workbench.environments.registry import register
 from workbench.errors import UsageError
 from workbench.model.failures import classify_judged
@@ -62,22 +69,27 @@ def scorer(fn: ScorerFn) -> ScorerFn:
     return fn
 
 
-def _reward(result: ScorerResult, name: str) -> tuple[float, dict[str, float]]:
-    """The primary reward and every metric: ``correct``, else ``score``, else the only value."""
+def _reward(result: ScorerResult, name: str) -> tuple[float, dict[str, float], str | None]:
+    """The primary reward, every metric (``correct``, else ``score``, else the only value) and the ``extracted``
+    answer a scoring primitive reports (text, not a metric)."""
     if isinstance(result, bool | int | float):
-        return float(result), {"score": float(result)}
+        return float(result), {"score": float(result)}, None
     if not isinstance(result, Mapping) or not result:
         raise TypeError(f"scorer {name} must return a dict of bool/float metrics or a number, got {result!r}")
     metrics = {}
+    extracted = result.get("extracted")
     for key, value in result.items():
+        if key == "extracted" and (value is None or isinstance(value, str)):
+            continue
         if not isinstance(value, bool | int | float):
             raise TypeError(f"scorer {name}: metric {key!r} is {type(value).__name__}, expected bool or float")
         metrics[str(key)] = float(value)
+    shown = extracted if isinstance(extracted, str) else None
     for key in ("correct", "score", "reward"):
         if key in metrics:
-            return metrics[key], metrics
+            return metrics[key], metrics, shown
     if len(metrics) == 1:
-        return next(iter(metrics.values())), metrics
+        return next(iter(metrics.values())), metrics, shown
     raise TypeError(f"scorer {name}: with several metrics, name the primary one 'correct' or 'score'")
 
 
@@ -88,27 +100,43 @@ class ByobEnvironment(EvalEnvironment):
         self.spec = spec
         self.name = spec.name
         self.capabilities = Capabilities(scoring=spec.scoring)
-        self._rows, digest = spec.load_rows()
-        self._rendered = [self._render(i, row) for i, row in enumerate(self._rows)]
+        self.loaded = spec.load()
+        self._rows = self.loaded.rows
+        self._check_prompt_fields()
         self._task_ids = [task_id_of(row) for row in self._rows]
-        h = hashlib.sha256(digest.encode())
+        h = hashlib.sha256(self.loaded.sha256.encode())
         for part in (spec.prompt, spec.target_field, spec.system_prompt or "", spec.scorer.__name__):
             h.update(b"\0" + part.encode())
         self._data_hash = h.hexdigest()[:16]
 
-    def _render(self, idx: int, row: dict[str, Any]) -> str:
-        fields = {**row, **{new: row[old] for old, new in self.spec.field_mapping.items() if old in row}}
-        try:
-            return self.spec.prompt.format_map(fields)
-        except KeyError as exc:
-            missing = exc.args[0]
-            raise UsageError(f"{self.spec.where(idx)}: the prompt uses {{{missing}}}, which the row lacks") from None
+    def _check_prompt_fields(self) -> None:
+        """Every row has every field the prompt uses (directly or through ``field_mapping``): checked once here,
+        so prompts can be rendered when seeded, without a second copy of the data."""
+        names = set()
+        for _, name, _, _ in string.Formatter().parse(self.spec.prompt):
+            if name is None:
+                continue
+            root = re.split(r"[.\[]", name, maxsplit=1)[0]
+            if not root or root.isdigit():
+                raise UsageError(f"{self.spec.source}: benchmark {self.name!r}: the prompt uses a positional field "
+                                 f"{{{name}}}; name the row's field")
+            names.add(root)
+        renamed = {new: old for old, new in self.spec.field_mapping.items()}
+        for idx, row in enumerate(self._rows):
+            for name in names:
+                if name not in row and renamed.get(name) not in row:
+                    raise UsageError(f"{self.loaded.where(idx)}: the prompt uses {{{name}}}, which the row lacks")
+
+    def _render(self, row: dict[str, Any]) -> str:
+        mapping = self.spec.field_mapping
+        fields = {**row, **{new: row[old] for old, new in mapping.items() if old in row}} if mapping else row
+        return self.spec.prompt.format_map(fields)
 
     def __len__(self) -> int:
         return len(self._rows)
 
     def seed(self, idx: int) -> SeedResult:
-        prompt = self._rendered[idx]
+        prompt = self._render(self._rows[idx])
         messages: tuple[dict[str, Any], ...] = ({"role": "user", "content": prompt},)
         if self.spec.system_prompt:
             messages = ({"role": "system", "content": self.spec.system_prompt}, *messages)
@@ -128,17 +156,22 @@ class ByobEnvironment(EvalEnvironment):
             return VerifyResult(0.0, None, {"method": f"byob:{self.spec.scorer.__name__}", "reason": "empty response"})
         method = f"byob:{self.spec.scorer.__name__}"
         try:
-            reward, metrics = _reward(self.spec.scorer(sample), self.spec.scorer.__name__)
+            reward, metrics, extracted = _reward(self.spec.scorer(sample), self.spec.scorer.__name__)
         except Exception as exc:  # the user's scorer failed on this response: record it on the step
             return VerifyResult(0.0, None, {"method": method, "error": f"{type(exc).__name__}: {exc}"},
                                 {"failure_category": "scorer_error"})
         # The scorer judged the whole response (no extraction step): a wrong answer is just wrong, not a format error
-        return VerifyResult(reward, None, {"method": method, "metrics": metrics},
+        return VerifyResult(reward, extracted, {"method": method, "metrics": metrics},
                             {"failure_category": classify_judged(response, reward)})
 
     @property
     def data_hash(self) -> str:
         return self._data_hash
+
+    @property
+    def dataset_identity(self) -> dict[str, str] | None:
+        """The hub source and the commit its rows came from (``None`` for a local file): part of a run's identity."""
+        return self.loaded.identity()
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -150,6 +183,8 @@ class ByobEnvironment(EvalEnvironment):
             "scorer": self.spec.scorer.__name__,
             "source": str(self.spec.source),
             "license": "",
+            "dataset": self.loaded.source,
+            "present": "n/a" if self.loaded.revision is None else "yes",
         }
 
 
@@ -166,49 +201,32 @@ class BenchmarkSpec:
     extra: dict[str, Any] = field(default_factory=dict)
     scoring: ScoringMode = "thread"
 
-    def where(self, idx: int) -> str:
-        return f"{self.dataset_path or self.source}: row {idx + 1}"
-
     @property
     def dataset_path(self) -> Path | None:
-        if callable(self.dataset):
+        """The local file the rows come from (``None``: a function, or a hub dataset)."""
+        if callable(self.dataset) or is_hub_uri(str(self.dataset)):
             return None
-        path = Path(self.dataset)
+        path = Path(self.dataset).expanduser()
         return path if path.is_absolute() else self.source.parent / path
 
-    def load_rows(self) -> tuple[list[dict[str, Any]], str]:
-        """Rows and a hash of their content; every row must carry the target field."""
+    def load(self) -> Loaded:
+        """The rows and what identifies them; every row must carry the target field."""
         if callable(self.dataset):
             rows = [dict(row) for row in self.dataset()]
             digest = hashlib.sha256(orjson.dumps(rows, option=orjson.OPT_SORT_KEYS, default=str)).hexdigest()
-            places = [f"{self.source}: {self.dataset.__name__}() row {i + 1}" for i in range(len(rows))]
+            loaded = Loaded(rows, digest, f"{self.source}: {self.dataset.__name__}()")
+        elif is_hub_uri(str(self.dataset)):
+            loaded = load_hub(parse_hub_uri(str(self.dataset)))
+        elif str(self.dataset).startswith(("http://", "https://")):
+            raise UsageError(f"{self.source}: dataset {self.dataset!r}: name a local file or an hf:// dataset")
         else:
-            rows, digest, places = self._read_file()
-        if not rows:
-            raise UsageError(f"{self.dataset_path or self.source}: benchmark {self.name!r} has no rows")
-        for row, place in zip(rows, places, strict=True):
-            if self.target_field not in row:
-                raise UsageError(f"{place}: row has no field {self.target_field!r} (target_field)")
-        return rows, digest
-
-    def _read_file(self) -> tuple[list[dict[str, Any]], str, list[str]]:
-        path = self.dataset_path
-        assert path is not None
-        if str(self.dataset).startswith(("hf://", "http://", "https://")):
-            raise UsageError(f"{self.source}: dataset {self.dataset!r}: only local .jsonl and .csv files are supported")
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise UsageError(f"{path}: cannot read dataset: {exc.strerror}") from None
-        digest = hashlib.sha256(data).hexdigest()
-        if path.suffix == ".csv":
-            reader = csv.DictReader(data.decode("utf-8-sig").splitlines())
-            rows = [dict(r) for r in reader]
-            return rows, digest, [f"{path}:{i + 2}" for i in range(len(rows))]
-        if path.suffix not in (".jsonl", ".json"):
-            raise UsageError(f"{path}: datasets must be .jsonl or .csv files")
-        numbered = read_jsonl_rows(path, data)
-        return [row for _, row in numbered], digest, [f"{path}:{lineno}" for lineno, _ in numbered]
+            path = self.dataset_path
+            assert path is not None
+            loaded = load_local(path)
+        if not loaded.rows:
+            raise UsageError(f"{loaded.source}: benchmark {self.name!r} has no rows")
+        loaded.require((self.target_field,), " (target_field)")
+        return loaded
 
 
 def benchmark(
@@ -237,7 +255,8 @@ def benchmark(
         spec = BenchmarkSpec(name=name, dataset=dataset, prompt=prompt, target_field=target_field, scorer=fn,
                              source=source, field_mapping=dict(field_mapping or {}), system_prompt=system_prompt,
                              extra=dict(extra or {}), scoring=scoring)
-        register(name)(lambda: ByobEnvironment(spec))
+        register(name, with_dataset=lambda source: ByobEnvironment(replace(spec, dataset=source)))(
+            lambda: ByobEnvironment(spec))
         _LOADED.setdefault(source, []).append(name)
         return fn
 

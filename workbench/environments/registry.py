@@ -12,17 +12,26 @@ import importlib
 from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from workbench.environments.base import EvalEnvironment
 from workbench.environments.schemes import build_from_uri, check_uri, scheme_of
 from workbench.errors import UsageError
 from workbench.resources import benchmarks_dir
 
+if TYPE_CHECKING:
+    from workbench.environments.dataset import BenchmarkDefinition
+
 Factory = Callable[[], EvalEnvironment]
 F = TypeVar("F", bound=Factory)
 
+DatasetFactory = Callable[[str], EvalEnvironment]
+
 _REGISTRY: dict[str, Factory] = {}
+_WITH_DATASET: dict[str, DatasetFactory] = {}
+"""Benchmarks that can run over another dataset (``dataset:`` in a config): name → factory of the source."""
+_TOML: dict[str, Path] = {}
+"""Registered names served by a ``benchmark.toml`` (described from it, without loading data)."""
 
 BUILTIN_CLASSES: dict[str, str] = {
     "humaneval": "workbench.environments.humaneval:HumanEvalEnvironment",
@@ -36,11 +45,15 @@ class UnknownBenchmark(UsageError):
         super().__init__(f"unknown benchmark {name!r}; known benchmarks: {', '.join(known)}")
 
 
-def register(name: str) -> Callable[[F], F]:
-    """Register an environment factory under ``name``."""
+def register(name: str, with_dataset: DatasetFactory | None = None) -> Callable[[F], F]:
+    """Register an environment factory under ``name`` (and ``with_dataset``, building it over another source)."""
 
     def decorator(factory: F) -> F:
         _REGISTRY[name] = factory
+        _TOML.pop(name, None)
+        _WITH_DATASET.pop(name, None)
+        if with_dataset is not None:
+            _WITH_DATASET[name] = with_dataset
         return factory
 
     return decorator
@@ -50,15 +63,33 @@ def _builtin_definitions() -> dict[str, Path]:
     return {p.parent.name: p for p in sorted(benchmarks_dir().glob("*/benchmark.toml"))}
 
 
+def build_definition(definition: BenchmarkDefinition) -> EvalEnvironment:
+    """The environment of a ``benchmark.toml``: a ``DatasetEnvironment``, or the subclass its ``environment`` names."""
+    from workbench.environments.dataset import DatasetEnvironment, import_target
+
+    cls = DatasetEnvironment
+    if definition.environment is not None:
+        cls = import_target(definition.environment, f"benchmark {definition.name!r}: environment")
+        if not (isinstance(cls, type) and issubclass(cls, DatasetEnvironment)):
+            raise UsageError(f"benchmark {definition.name!r}: environment {definition.environment!r} is not a "
+                             "DatasetEnvironment subclass")
+    return cls(definition)
+
+
 def _ensure_builtins() -> None:
-    from workbench.environments.dataset import DatasetEnvironment
+    from workbench.environments.dataset import BenchmarkDefinition
 
     def factory(path: Path) -> Factory:
-        return lambda: DatasetEnvironment.from_definition(path)
+        return lambda: build_definition(BenchmarkDefinition.load(path))
+
+    def with_dataset(path: Path) -> DatasetFactory:
+        return lambda source: build_definition(BenchmarkDefinition.load(path).with_dataset(source))
 
     for name, path in _builtin_definitions().items():
         if name not in _REGISTRY:
             _REGISTRY[name] = factory(path)
+            _WITH_DATASET[name] = with_dataset(path)
+            _TOML[name] = path
     for name, target in BUILTIN_CLASSES.items():
         if name not in _REGISTRY:
             _REGISTRY[name] = _lazy_class(target)
@@ -81,9 +112,19 @@ def benchmark_names() -> list[str]:
 
 
 @cache
-def get_environment(name: str) -> EvalEnvironment:
+def get_environment(name: str, dataset: str | None = None) -> EvalEnvironment:
     """Build (once per process) the environment registered as ``name``, or the remote one a URI (``gym://…``,
-    any scheme in ``workbench.environments.schemes``) names."""
+    any scheme in ``workbench.environments.schemes``) names; ``dataset`` (an ``hf://`` URI or a local file) runs
+    the benchmark's prompt and scorer over another source."""
+    if dataset is not None:
+        _ensure_builtins()
+        if name not in _REGISTRY:
+            raise UnknownBenchmark(name, benchmark_names())
+        rebuild = _WITH_DATASET.get(name)
+        if rebuild is None:
+            raise UsageError(f"benchmark {name!r} takes no dataset: (its data is its own); only dataset benchmarks "
+                             f"(benchmark.toml, BYOB) do")
+        return rebuild(dataset)
     if scheme_of(name) is not None:
         env = build_from_uri(name)
         if env is not None:
@@ -93,6 +134,18 @@ def get_environment(name: str) -> EvalEnvironment:
     if factory is None:
         raise UnknownBenchmark(name, benchmark_names())
     return factory()
+
+
+def describe_benchmark(name: str) -> dict[str, Any]:
+    """``nel list``'s facts about ``name`` without loading a built-in's data (hub ones: from the manifest)."""
+    from workbench.environments.dataset import BenchmarkDefinition, describe_definition
+
+    _ensure_builtins()
+    path = _TOML.get(name)
+    if path is not None:
+        return describe_definition(BenchmarkDefinition.load(path))
+    info = get_environment(name).describe()
+    return {"present": "n/a", **info}
 
 
 def resolve_benchmark(name: str, files: Sequence[str | Path] = ()) -> str:
@@ -113,3 +166,12 @@ def resolve_benchmark(name: str, files: Sequence[str | Path] = ()) -> str:
         raise UsageError(f"{name} defines {len(names)} benchmarks ({', '.join(names)}); "
                          f"use --benchmark-file {name} -b NAME")
     return names[0]
+
+
+def builtin_definition(name: str) -> BenchmarkDefinition | None:
+    """The ``benchmark.toml`` definition serving ``name`` (``None``: a benchmark defined in Python, or unknown)."""
+    from workbench.environments.dataset import BenchmarkDefinition
+
+    _ensure_builtins()
+    path = _TOML.get(name)
+    return None if path is None else BenchmarkDefinition.load(path)

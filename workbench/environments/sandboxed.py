@@ -133,6 +133,10 @@ class Sandboxed(EvalEnvironment):
     def data_hash(self) -> str:
         return self.inner.data_hash
 
+    @property
+    def dataset_identity(self) -> dict[str, str] | None:
+        return self.inner.dataset_identity
+
     def check_answer_key(self, idx: int) -> tuple[bool, str]:
         return self.inner.check_answer_key(idx)
 

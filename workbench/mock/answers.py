@@ -17,7 +17,9 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from workbench.datasources import DataNotPresent
 from workbench.environments import VerifyResult, benchmark_names, get_environment
+from workbench.environments.registry import describe_benchmark
 from workbench.errors import NelError
 
 PREFIX_CHARS = 32
@@ -69,15 +71,21 @@ def load_tasks(benchmarks: Sequence[str] | None = None) -> list[Task]:
     """Read the answer keys of ``benchmarks`` (``None``: every built-in benchmark).
 
     A named benchmark that cannot be loaded is an error; when all built-ins are
-    wanted, one that fails to load is skipped with a warning so the others still work.
+    wanted, one whose data is not present (a hub benchmark not pulled) is skipped
+    quietly, without asking the hub, and one that fails to load otherwise is skipped
+    with a warning, so the others still work.
     """
     tasks: list[Task] = []
     for name in benchmark_names() if benchmarks is None else benchmarks:
+        if benchmarks is None and describe_benchmark(name).get("present") == "not present":
+            continue
         try:
             env = get_environment(name)
         except NelError as exc:
             if benchmarks is not None:
                 raise
+            if isinstance(exc, DataNotPresent):
+                continue
             print(f"nel mock model: warning: skipping benchmark {name!r}: {exc}", file=sys.stderr)
             continue
         scorer = str(env.describe().get("scorer", ""))

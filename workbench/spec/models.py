@@ -319,6 +319,9 @@ class Benchmark(Strict):
 
     name: Annotated[NonEmpty, Flag("--bench", "benchmark name (see `nel list`), a BYOB .py file or a gym:// URL",
                                    metavar="NAME", short="-b", form=1, label="benchmark")]
+    dataset: Annotated[NonEmpty | None, Flag("--dataset", "run the benchmark's prompt and scorer over another "
+                                             "dataset: hf://ORG/NAME[/PATH]?split=…&subset=…&revision=… or a local "
+                                             ".jsonl/.csv/.parquet file (docs/datasets.md)", metavar="SOURCE")] = None
     solver: Solver = SimpleSolver()
     scoring: Scoring | None = None
     max_problems: Annotated[Positive | None, Flag("--max-problems", "evaluate only the first N problems",
@@ -352,6 +355,19 @@ class Benchmark(Strict):
     _path: str = PrivateAttr(default="")
     _service: str = PrivateAttr(default="")
     _sandbox: SandboxSpec | None = PrivateAttr(default=None)
+
+    @field_validator("dataset")
+    @classmethod
+    def _dataset_grammar(cls, value: str | None) -> str | None:
+        from workbench.datasources import is_hub_uri, parse_hub_uri
+        from workbench.errors import UsageError
+
+        if value is not None and is_hub_uri(value):
+            try:
+                parse_hub_uri(value)
+            except UsageError as exc:
+                raise problem(str(exc)) from None
+        return value
 
     @field_validator("problem_range", mode="before")
     @classmethod
