@@ -85,3 +85,135 @@ def hub_environment(monkeypatch: pytest.MonkeyPatch, root: Path, *, offline: boo
         monkeypatch.setenv("HF_ENDPOINT", endpoint)
         monkeypatch.setattr(constants, "ENDPOINT", endpoint)
     return hf_home
+
+
+class FakeHub:
+    """A real HTTP server on 127.0.0.1 answering the few endpoints ``huggingface_hub`` calls to download a dataset's
+    files (``HF_ENDPOINT`` points at it): the repo info at a revision, and each file's HEAD and GET by commit, with
+    the hub's own error headers (``X-Error-Code``: RepoNotFound, RevisionNotFound, GatedRepo).
+
+    ``commit(repo, files)`` adds a commit and moves ``main`` to it; ``gate(repo, token)`` makes the repo answer only
+    requests carrying ``Authorization: Bearer <token>``; ``authorizations`` records every such header it saw.
+    """
+
+    def __init__(self) -> None:
+        import threading
+        from http.server import ThreadingHTTPServer
+
+        self.commits: dict[str, dict[str, dict[str, bytes]]] = {}
+        self.refs: dict[str, dict[str, str]] = {}
+        self.tokens: dict[str, str] = {}
+        self.authorizations: list[str] = []
+        self.requests: list[str] = []
+        hub = self
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(hub))
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def __enter__(self) -> FakeHub:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def commit(self, repo: str, files: Mapping[str, bytes], branch: str = "main") -> str:
+        sha = _commit_of({**files, ".parent": (self.refs.get(repo, {}).get(branch) or "").encode()})
+        self.commits.setdefault(repo, {})[sha] = dict(files)
+        self.refs.setdefault(repo, {})[branch] = sha
+        return sha
+
+    def gate(self, repo: str, token: str) -> None:
+        self.tokens[repo] = token
+
+
+def _handler_for(hub: FakeHub) -> type:
+    import json
+    import re
+    from http.server import BaseHTTPRequestHandler
+    from urllib.parse import unquote
+
+    info_path = re.compile(r"^/api/datasets/([^/]+/[^/]+)/revision/([^/?]+)")
+    file_path = re.compile(r"^/datasets/([^/]+/[^/]+)/resolve/([^/]+)/(.+)$")
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:  # quiet: the tests read hub.requests
+            return
+
+        def _error(self, status: int, code: str, message: str) -> None:
+            body = json.dumps({"error": message}).encode()
+            self.send_response(status)
+            self.send_header("X-Error-Code", code)
+            self.send_header("X-Error-Message", message)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+
+        def _resolve(self, repo: str, revision: str) -> str | None:
+            """The commit a revision names, or ``None`` after answering the error the hub gives."""
+            auth = self.headers.get("Authorization")
+            if auth:
+                hub.authorizations.append(auth)
+            if repo not in hub.commits:
+                self._error(401, "RepoNotFound", "Repository not found")
+                return None
+            token = hub.tokens.get(repo)
+            if token is not None and auth != f"Bearer {token}":
+                self._error(401, "GatedRepo", f"Access to dataset {repo} is restricted. You must have access to it "
+                            "and be authenticated to access it. Please log in.")
+                return None
+            revision = unquote(revision)
+            sha = hub.refs[repo].get(revision) or (revision if revision in hub.commits[repo] else None)
+            if sha is None:
+                self._error(404, "RevisionNotFound", f"Invalid rev id: {revision}")
+            return sha
+
+        def do_GET(self) -> None:
+            self._serve(body=True)
+
+        def do_HEAD(self) -> None:
+            self._serve(body=False)
+
+        def _serve(self, body: bool) -> None:
+            hub.requests.append(f"{self.command} {self.path}")
+            path = self.path.split("?", 1)[0]
+            if (m := info_path.match(path)) is not None:
+                sha = self._resolve(m.group(1), m.group(2))
+                if sha is None:
+                    return
+                files = hub.commits[m.group(1)][sha]
+                data = json.dumps({"id": m.group(1), "sha": sha, "private": False, "gated": False,
+                                   "siblings": [{"rfilename": f} for f in sorted(files)]}).encode()
+                self._ok(data, "application/json", {}, body)
+                return
+            if (m := file_path.match(path)) is not None:
+                sha = self._resolve(m.group(1), m.group(2))
+                if sha is None:
+                    return
+                data_file = hub.commits[m.group(1)][sha].get(unquote(m.group(3)))
+                if data_file is None:
+                    self._error(404, "EntryNotFound", "Entry not found")
+                    return
+                etag = hashlib.sha256(data_file).hexdigest()
+                self._ok(data_file, "application/octet-stream",
+                         {"X-Repo-Commit": sha, "ETag": f'"{etag}"'}, body)
+                return
+            self._error(404, "NotFound", f"no route {path}")
+
+        def _ok(self, data: bytes, content_type: str, headers: Mapping[str, str], body: bool) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(data)))
+            for key, value in headers.items():
+                self.send_header(key, value)
+            self.end_headers()
+            if body:
+                self.wfile.write(data)
+
+    return Handler

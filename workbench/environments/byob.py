@@ -124,7 +124,7 @@ class ByobEnvironment(EvalEnvironment):
         renamed = {new: old for old, new in self.spec.field_mapping.items()}
         for idx, row in enumerate(self._rows):
             for name in names:
-                if name not in row and renamed.get(name) not in row:
+                if row.get(name, row.get(renamed.get(name, ""))) is None:  # absent, or null (a Parquet row's gap)
                     raise UsageError(f"{self.loaded.where(idx)}: the prompt uses {{{name}}}, which the row lacks")
 
     def _render(self, row: dict[str, Any]) -> str:

@@ -73,8 +73,11 @@ def _math_equal(answer: str, target: str) -> bool:
 
 def answer_line(sample: ScorerInput) -> dict[str, Any]:
     """The text of the last ``Answer:`` line equals the target, with math normalisation (``\\boxed{}``, ``$…$``,
-    numbers as values: ``0.5`` is ``1/2``; LaTeX through math-verify when the ``[math]`` extra is installed)."""
-    lines = ANSWER_LINE.findall(sample.response)
+    numbers as values: ``0.5`` is ``1/2``; LaTeX through math-verify when the ``[math]`` extra is installed).
+
+    A response with no ``Answer:`` line continues a prompt that ends with ``Answer:`` (the BYOB example's): its
+    last non-blank line is the answer."""
+    lines = ANSWER_LINE.findall(sample.response) or [ln for ln in sample.response.splitlines() if ln.strip()][-1:]
     if not lines:
         return {"correct": False, "extracted": None}
     answer = lines[-1].strip()

@@ -77,9 +77,9 @@ def load_tasks(benchmarks: Sequence[str] | None = None) -> list[Task]:
     """
     tasks: list[Task] = []
     for name in benchmark_names() if benchmarks is None else benchmarks:
-        if benchmarks is None and describe_benchmark(name).get("present") == "not present":
-            continue
         try:
+            if benchmarks is None and describe_benchmark(name).get("present") == "not present":
+                continue
             env = get_environment(name)
         except NelError as exc:
             if benchmarks is not None:
