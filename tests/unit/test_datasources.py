@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import pytest
 from hub_cache import jsonl_bytes, parquet_bytes
 
@@ -64,7 +66,7 @@ configs:
 class TestSplitFiles:
     """The split's files: the card's configs when declared, else the usual layouts, else the files seen."""
 
-    FILES = ["README.md", "raw/eval-0.jsonl", "raw/eval-1.jsonl", "raw/train.jsonl", "hard/a.parquet"]
+    FILES: ClassVar[list] = ["README.md", "raw/eval-0.jsonl", "raw/eval-1.jsonl", "raw/train.jsonl", "hard/a.parquet"]
 
     def test_the_cards_configs_decide(self):
         assert split_files(HubRef("o/n"), self.FILES, CARD) == ["raw/eval-0.jsonl", "raw/eval-1.jsonl"]
@@ -100,7 +102,7 @@ class TestSplitFiles:
 class TestRows:
     """Every format gives the same rows, and a bad one is named by file and row."""
 
-    ROWS = [{"question": "2+2?", "answer": "4"}, {"question": "3+3?", "answer": "6"}]
+    ROWS: ClassVar[list] = [{"question": "2+2?", "answer": "4"}, {"question": "3+3?", "answer": "6"}]
 
     def test_parquet_csv_jsonl_and_json_read_alike(self, tmp_path):
         (tmp_path / "d.parquet").write_bytes(parquet_bytes(self.ROWS))

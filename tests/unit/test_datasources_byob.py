@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from typing import ClassVar
 
 import pytest
 from hub_cache import hub_environment, parquet_bytes, place_dataset
@@ -81,7 +82,7 @@ def fresh_registry(monkeypatch):
 
 
 class TestByobDatasets:
-    ROWS = [{"question": f"{i} squared?", "answer": str(i * i)} for i in range(5)]
+    ROWS: ClassVar[list] = [{"question": f"{i} squared?", "answer": str(i * i)} for i in range(5)]
 
     def test_the_seed_example_works_on_an_hf_dataset(self, monkeypatch, tmp_path, fresh_registry):
         hf = hub_environment(monkeypatch, tmp_path)

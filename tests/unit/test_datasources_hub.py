@@ -13,6 +13,7 @@ from hub_cache import hub_environment, jsonl_bytes, parquet_bytes, place_dataset
 
 from workbench.datasources import DataNotPresent, data_dir, load_hub, parse_hub_uri
 from workbench.environments import registry
+from workbench.environments.dataset import DatasetEnvironment
 from workbench.errors import UsageError
 
 ROWS = [{"q": f"What is {i} + {i}?", "a": i + i, "topic": "sums" if i % 2 else "doubles"} for i in range(6)]
@@ -121,6 +122,7 @@ class TestBuiltinHubBenchmarks:
         add_benchmark(catalogue)
         sha = place_dataset(hub, "test-org/sums", {"test.jsonl": jsonl_bytes(ROWS)})
         env = registry.get_environment("sums")
+        assert isinstance(env, DatasetEnvironment)
         assert len(env) == len(ROWS)
         seed = env.seed(3)
         assert seed.prompt == "Q: What is 3 + 3?\nA:" and seed.expected_answer == "6"
@@ -147,6 +149,7 @@ class TestBuiltinHubBenchmarks:
         shutil.rmtree(hub / "hub")
         registry.get_environment.cache_clear()
         again = registry.get_environment("sums")
+        assert isinstance(first, DatasetEnvironment) and isinstance(again, DatasetEnvironment)
         assert again.rows == first.rows and again.data_hash == first.data_hash
 
     def test_not_present_names_the_benchmark_and_nel_benchmarks_pull(self, hub, catalogue):

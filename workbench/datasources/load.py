@@ -86,7 +86,8 @@ def load_hub(ref: HubRef, *, benchmark: str | None = None, convert: Convert | No
                 raise
             return _from_manifest(frozen, ref)  # frozen by an older converter, and nothing to convert anew
         manifest, frozen_rows = freeze(benchmark, snapshot, convert, license=license, converter=converter)
-        return Loaded(frozen_rows, manifest.sha256, ref.uri(), manifest.revision, manifest, [0], [str(manifest.data_path)])
+        return Loaded(frozen_rows, manifest.sha256, ref.uri(), manifest.revision, manifest, [0],
+                      [str(manifest.data_path)])
     snapshot = _snapshot(ref, None)
     rows: list[dict[str, Any]] = []
     starts, names = [], []
