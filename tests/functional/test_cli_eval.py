@@ -215,7 +215,8 @@ class TestCatalogue:
     def test_list_shows_gsm8k_with_its_size(self, tmp_path):
         proc = nel("list", cwd=tmp_path)
         assert_ok(proc)
-        assert proc.stdout.split("\n")[0].split() == "NAME DOMAIN SIZE REPEATS SCORER SOURCE PRESENT".split()
+        header = ["NAME", "DOMAIN", "SIZE", "REPEATS", "SCORER", "SOURCE", "PRESENT"]
+        assert proc.stdout.split("\n")[0].split() == header
         assert re.search(r"^gsm8k\s+math\s+1319\s+4\s+numeric\s+local\s+n/a$", proc.stdout, re.M), proc.stdout
 
     def test_list_json_is_machine_readable(self, tmp_path):
