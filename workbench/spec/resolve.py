@@ -41,7 +41,7 @@ def model_config(spec: RunSpec, bench: Benchmark, located: Located | None = None
 def metric_specs(spec: RunSpec, bench: Benchmark, located: Located | None = None) -> list[MetricSpec] | None:
     """The metrics of one suite entry (``None``: the benchmark's own scorer alone, as without ``scoring:``)."""
     from workbench.engine.metrics import DEFAULT, MetricSpec
-    from workbench.environments import get_environment
+    from workbench.environments.registry import describe_benchmark
     from workbench.scoring.judge import DEFAULT_TEMPLATE
 
     scoring = bench.scoring
@@ -49,7 +49,7 @@ def metric_specs(spec: RunSpec, bench: Benchmark, located: Located | None = None
         return None
     specs: list[MetricSpec] = []
     if scoring.include_defaults:
-        default = str(get_environment(bench.name).describe().get("scorer") or "default")
+        default = str(describe_benchmark(bench.name).get("scorer") or "default")  # reads no data
         specs.append(MetricSpec(name=default, type=DEFAULT))
     for i, metric in enumerate(scoring.metrics):
         assert metric.name is not None
