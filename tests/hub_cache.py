@@ -84,6 +84,8 @@ def hub_environment(monkeypatch: pytest.MonkeyPatch, root: Path, *, offline: boo
     if endpoint is not None:
         monkeypatch.setenv("HF_ENDPOINT", endpoint)
         monkeypatch.setattr(constants, "ENDPOINT", endpoint)
+        monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE",  # the download URLs, made from it at import
+                            endpoint + "/{repo_id}/resolve/{revision}/{filename}")
     return hf_home
 
 

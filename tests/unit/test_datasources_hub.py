@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -57,6 +58,8 @@ def catalogue(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]
     modules.mkdir()
     (modules / "nel_test_sums.py").write_text(CONVERTER)
     monkeypatch.syspath_prepend(str(modules))
+    for module in ("nel_test_sums", "nel_test_env"):  # this test's copies, not an earlier test's
+        monkeypatch.delitem(sys.modules, module, raising=False)
     monkeypatch.setattr(registry, "benchmarks_dir", lambda: bench_dir)
     for table in ("_REGISTRY", "_TOML", "_WITH_DATASET"):
         monkeypatch.setattr(registry, table, {})

@@ -156,6 +156,9 @@ def resolve_benchmark(name: str, files: Sequence[str | Path] = ()) -> str:
 
     for path in files:
         load_benchmark_file(path)
+    if name.startswith("hf://"):
+        raise UsageError(f"{name}: an hf:// URI names a dataset, not a benchmark: give it with a benchmark whose "
+                         "prompt and scorer to use (--dataset, or dataset: in a config) or as dataset= in a BYOB file")
     if "://" in name:
         check_uri(name)
         return name
