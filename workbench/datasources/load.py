@@ -48,6 +48,12 @@ class Loaded:
         """What a run records of a hub source (its URI and commit), ``None`` for a local file."""
         return None if self.revision is None else {"source": self.source, "revision": self.revision}
 
+    def convert(self, convert: Convert) -> None:
+        """Replace the rows by their conversions (dropping those it maps to ``None``); rows are then numbered as
+        converted, since a dropped row has no place."""
+        self.rows = [r for r in map(convert, self.rows) if r is not None]
+        self._lines, self._starts, self._names = None, [], []
+
     def require(self, fields: tuple[str, ...], what: str = "") -> None:
         """Every row carries every field; else one line naming the field and the row."""
         for idx, row in enumerate(self.rows):

@@ -274,7 +274,6 @@ def load_definition_data(definition: BenchmarkDefinition) -> Loaded:
         assert d.dataset is not None
         loaded = load_local(d.dataset)
         if convert is not None:
-            loaded.rows = [r for r in map(convert, loaded.rows) if r is not None]
-            loaded._lines = None
+            loaded.convert(convert)
     loaded.require((d.input_field, d.target_field, *(f for _, f in d.metadata_fields)))
     return loaded
