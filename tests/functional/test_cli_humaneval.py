@@ -29,7 +29,7 @@ def test_list_json_shows_humaneval_with_164_problems_scored_by_execution(tmp_pat
 def test_list_search_code_finds_humaneval(tmp_path: Path) -> None:
     proc = nel("list", "--search", "code", cwd=tmp_path)
     assert_ok(proc)
-    assert re.search(r"^humaneval\s+164 problems\s+code_execution", proc.stdout, re.M), proc.stdout
+    assert re.search(r"^humaneval\s+code\s+164\s+10\s+code_execution\s", proc.stdout, re.M), proc.stdout
 
 
 def test_validate_checks_the_answer_key_statically_and_exits_0(tmp_path: Path) -> None:
