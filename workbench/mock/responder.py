@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
 from workbench.mock.answers import CODE_SCORERS, SANDBOX_SCORERS, SHORT_ANSWER_SCORERS, Task
-from workbench.scoring.aliases import split_aliases
 from workbench.mock.skill import SkillProfile
+from workbench.scoring.aliases import split_aliases
 
 FINAL_FORMATS: tuple[str, ...] = ("The answer is: {}", "#### {}", "\\boxed{{{}}}", "Answer: {}")
 REFUSAL = "I'm sorry, but I can't help with that."
