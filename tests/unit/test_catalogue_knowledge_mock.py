@@ -75,7 +75,7 @@ def test_math_replies_end_in_a_boxed_answer(name: str, tmp_path: Path) -> None:
                 if task.solution:
                     assert completion.text.startswith(task.solution)
             elif completion.finish_reason == "stop" and completion.text not in ("", REFUSAL):
-                assert re.search(r"\\boxed\{[^{}]+\}$", completion.text)
+                assert re.search(r"\n\\boxed\{.+\}$", completion.text)
 
 
 def test_triviaqa_replies_are_one_alias_or_another_questions_answer(tmp_path: Path) -> None:
@@ -95,3 +95,21 @@ def test_triviaqa_replies_are_one_alias_or_another_questions_answer(tmp_path: Pa
                 assert reply in {fmt.format(other) for fmt in SHORT_FORMATS for other in others}
                 seen["other"] += 1
     assert seen["alias"] and seen["canonical"] and seen["other"]
+
+
+def test_wrong_math_replies_to_non_numeric_answers_box_a_wrong_expression(tmp_path: Path) -> None:
+    env = environment("math500", tmp_path)
+    responder = Responder(SkillProfile(0))
+    boxed: Counter[str] = Counter()
+    for task in tasks_of(env):
+        if task.answer.isdigit():
+            continue
+        for attempt in range(64):
+            completion = responder.respond(task, None, attempt)
+            if responder.skill.attempt(task.key, None, attempt).correct or completion.finish_reason != "stop":
+                continue
+            if completion.text.endswith("}") and "\\boxed{" in completion.text:
+                assert env.verify(completion.text, task.answer).reward == 0.0
+                assert task.answer in completion.text.rsplit("\\boxed{", 1)[1]
+                boxed[task.answer] += 1
+    assert len(boxed) >= 3, boxed  # of the four non-numeric answers (one task may rarely fail in these attempts)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
 from workbench.mock.answers import CODE_SCORERS, SANDBOX_SCORERS, SHORT_ANSWER_SCORERS, Task
+from workbench.mock.maths import VARIANTS, wrong_expression
 from workbench.mock.skill import SkillProfile
 from workbench.scoring.aliases import split_aliases
 
@@ -146,7 +147,7 @@ def _parse_number(answer: str) -> Decimal | None:
 class _TaskTexts:
     """The parts of a task's replies that do not depend on the attempt."""
 
-    __slots__ = ("correct", "options", "reasoning", "truncated")
+    __slots__ = ("correct", "options", "reasoning", "truncated", "wrong_maths")
 
     def __init__(self, task: Task) -> None:
         self.options = count_options(task.prompt) if task.scorer == "multiple_choice" else 0
@@ -159,6 +160,7 @@ class _TaskTexts:
             if _scores_correct(task, self.truncated):
                 self.truncated = _OPENER.rstrip()
         self.correct: list[str | None] = [None] * len(FINAL_FORMATS)
+        self.wrong_maths: dict[int, str | None] = {}
 
 
 def _cut_before_answer(reasoning: str, answer: str) -> str:
@@ -220,6 +222,11 @@ class Responder:
         if mode < _EMPTY_UNTIL:
             return Completion("")
         wrong = wrong_answer(task.answer, choice) if mode >= _CUT_OFF_UNTIL else None
+        if wrong is None and mode >= _CUT_OFF_UNTIL and task.scorer == "math":  # \frac{3}{4}, 9\pi, (1, 2)
+            variant = (choice >> 24) % VARIANTS
+            if variant not in texts.wrong_maths:
+                texts.wrong_maths[variant] = wrong_expression(task.answer, variant, task.verify, texts.truncated)
+            wrong = texts.wrong_maths[variant]
         if wrong is None:
             return Completion(texts.truncated, "length")
         return Completion(f"{texts.truncated}\n{FINAL_FORMATS[fmt].format(wrong)}")
