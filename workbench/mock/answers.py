@@ -55,7 +55,7 @@ class Task:
     distractors: tuple[str, ...] = ()
 
 
-SHORT_ANSWER_SCORERS = frozenset({"exact", "normalized", "f1"})
+SHORT_ANSWER_SCORERS = frozenset({"exact", "normalized", "f1", "aliases"})
 """Scorers whose benchmarks the mock answers with a bare short answer."""
 
 CODE_SCORERS = frozenset({"code_execution"})

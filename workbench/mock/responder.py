@@ -26,7 +26,9 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
 from workbench.mock.answers import CODE_SCORERS, SANDBOX_SCORERS, SHORT_ANSWER_SCORERS, Task
+from workbench.mock.maths import VARIANTS, wrong_expression
 from workbench.mock.skill import SkillProfile
+from workbench.scoring.aliases import split_aliases
 
 FINAL_FORMATS: tuple[str, ...] = ("The answer is: {}", "#### {}", "\\boxed{{{}}}", "Answer: {}")
 REFUSAL = "I'm sorry, but I can't help with that."
@@ -54,6 +56,9 @@ WRONG_BODIES: tuple[str, ...] = ("return None", "return 0", "return []", 'return
 """Bodies of the mock's wrong functions: plausible-looking, and wrong for any real HumanEval problem."""
 
 _ANNOTATION = re.compile(r"<<[^<>]*>>")
+_OPTION_LINE = re.compile(r"^\(?([A-J])[).]\s", re.MULTILINE)
+BOXED_FORMAT = FINAL_FORMATS.index("\\boxed{{{}}}")
+"""The final line of a ``math`` benchmark's replies: its prompts ask for the answer in ``\\boxed{}``."""
 _OPENER = "Let's work through this step by step.\n"
 
 
@@ -93,16 +98,26 @@ def strip_annotations(solution: str) -> str:
     return _ANNOTATION.sub("", solution).strip()
 
 
-def wrong_answer(answer: str, choice: int) -> str | None:
+def count_options(prompt: str) -> int:
+    """How many lettered options (``A) …``, ``(B) …``, ``C. …`` lines) a multiple-choice prompt offers: the
+    letters from A that are all there (4 when none are found)."""
+    found = set(_OPTION_LINE.findall(prompt))
+    n = 0
+    while n < 10 and chr(ord("A") + n) in found:
+        n += 1
+    return n if n >= 2 else 4
+
+
+def wrong_answer(answer: str, choice: int, options: int = 4) -> str | None:
     """A plausible wrong final answer, never equal to ``answer``; ``None`` when none can be made.
 
     Numbers are off by a little, ten times too big, or missing a digit; a
-    multiple-choice letter becomes another letter.
+    multiple-choice letter becomes another of the ``options`` letters offered.
     """
     value = _parse_number(answer)
     if value is None:
         if len(answer) == 1 and "A" <= answer <= "Z":
-            letters = max(4, ord(answer) - ord("A") + 1)
+            letters = max(options, ord(answer) - ord("A") + 1)
             return chr(ord("A") + (ord(answer) - ord("A") + 1 + choice % (letters - 1)) % letters)
         return None
     variant = (choice >> 20) % 3
@@ -132,9 +147,10 @@ def _parse_number(answer: str) -> Decimal | None:
 class _TaskTexts:
     """The parts of a task's replies that do not depend on the attempt."""
 
-    __slots__ = ("correct", "reasoning", "truncated")
+    __slots__ = ("correct", "options", "reasoning", "truncated", "wrong_maths")
 
     def __init__(self, task: Task) -> None:
+        self.options = count_options(task.prompt) if task.scorer == "multiple_choice" else 0
         self.reasoning = strip_annotations(task.solution) if task.solution else ""
         self.truncated = _cut_before_answer(self.reasoning, task.answer)
         if _scores_correct(task, self.truncated):
@@ -144,6 +160,7 @@ class _TaskTexts:
             if _scores_correct(task, self.truncated):
                 self.truncated = _OPENER.rstrip()
         self.correct: list[str | None] = [None] * len(FINAL_FORMATS)
+        self.wrong_maths: dict[int, str | None] = {}
 
 
 def _cut_before_answer(reasoning: str, answer: str) -> str:
@@ -189,10 +206,10 @@ class Responder:
         if texts is None:
             texts = self._texts[task.key] = _TaskTexts(task)
         if task.scorer == "multiple_choice":
-            return _multiple_choice(task, verdict.correct, choice)
+            return _multiple_choice(task, verdict.correct, choice, texts.options)
         if task.scorer in SHORT_ANSWER_SCORERS:
             return _short_answer(task, verdict.correct, choice)
-        fmt = choice % len(FINAL_FORMATS)
+        fmt = BOXED_FORMAT if task.scorer == "math" else choice % len(FINAL_FORMATS)
         if verdict.correct:
             text = texts.correct[fmt]
             if text is None:
@@ -205,6 +222,11 @@ class Responder:
         if mode < _EMPTY_UNTIL:
             return Completion("")
         wrong = wrong_answer(task.answer, choice) if mode >= _CUT_OFF_UNTIL else None
+        if wrong is None and mode >= _CUT_OFF_UNTIL and task.scorer == "math":  # \frac{3}{4}, 9\pi, (1, 2)
+            variant = (choice >> 24) % VARIANTS
+            if variant not in texts.wrong_maths:
+                texts.wrong_maths[variant] = wrong_expression(task.answer, variant, task.verify, texts.truncated)
+            wrong = texts.wrong_maths[variant]
         if wrong is None:
             return Completion(texts.truncated, "length")
         return Completion(f"{texts.truncated}\n{FINAL_FORMATS[fmt].format(wrong)}")
@@ -220,7 +242,7 @@ def _wrong_mode(choice: int) -> str | None:
     return "cut_off" if mode < _CUT_OFF_UNTIL else None
 
 
-def _multiple_choice(task: Task, correct: bool, choice: int) -> Completion:
+def _multiple_choice(task: Task, correct: bool, choice: int, options: int = 4) -> Completion:
     if correct:
         return Completion(f"{MC_REASONING}\n{MC_FINAL.format(task.answer)}")
     mode = _wrong_mode(choice)
@@ -228,7 +250,7 @@ def _multiple_choice(task: Task, correct: bool, choice: int) -> Completion:
         return Completion(REFUSAL)
     if mode == "empty":
         return Completion("")
-    wrong = wrong_answer(task.answer, choice) if mode is None else None
+    wrong = wrong_answer(task.answer, choice, options) if mode is None else None
     if wrong is None:
         return Completion(MC_REASONING, "length")
     return Completion(f"{MC_REASONING}\n{MC_FINAL.format(wrong)}")
@@ -237,14 +259,23 @@ def _multiple_choice(task: Task, correct: bool, choice: int) -> Completion:
 def _short_answer(task: Task, correct: bool, choice: int) -> Completion:
     formats = SHORT_FORMATS if task.scorer != "exact" else SHORT_FORMATS[:1]
     fmt = formats[choice % len(formats)]
+    answer = task.answer
+    if task.scorer == "aliases":  # any alias is right: one of them, as a model would say it
+        aliases = split_aliases(answer)
+        answer = aliases[(choice >> 4) % len(aliases)]
     if correct:
-        return Completion(fmt.format(task.answer))
+        return Completion(fmt.format(answer))
     mode = _wrong_mode(choice)
     if mode == "refusal":
         return Completion(REFUSAL)
     if mode == "empty" or not task.distractors:
         return Completion("")
-    return Completion(fmt.format(task.distractors[(choice >> 16) % len(task.distractors)]))
+    wrong = task.distractors[(choice >> 16) % len(task.distractors)]
+    if task.scorer == "aliases":  # another question's answer, unless it is also an alias of this one
+        wrong = split_aliases(wrong)[0]
+        if task.verify is not None and task.verify(wrong, task.answer).reward > 0:
+            return Completion("")
+    return Completion(fmt.format(wrong))
 
 
 def _code(task: Task, correct: bool, choice: int) -> Completion:

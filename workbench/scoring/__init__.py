@@ -46,6 +46,7 @@ _SCORERS: dict[str, tuple[str, str, dict[str, Param]]] = {
         "ignore_case": Param(bool, True, "false: the pattern is case-sensitive"),
     }),
     "math": ("math", "score_math", {}),
+    "aliases": ("aliases", "score_aliases", {}),
 }
 _EXTRA = {"math": "math"}
 """Scorers whose library is an extra of the distribution (math-verify: ``[math]``)."""

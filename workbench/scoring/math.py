@@ -11,6 +11,7 @@ in the main thread; elsewhere (a thread pool) it runs without that bound.
 
 from __future__ import annotations
 
+import re
 import threading
 from functools import lru_cache
 from typing import Any
@@ -28,6 +29,22 @@ def _parse(text: str) -> list[Any]:
     from math_verify import parse
 
     return list(parse(text, parsing_timeout=_timeout()))  # type: ignore[arg-type]  # None disables the alarm
+
+
+_PROSE_WORD = re.compile(r"(?<![\\a-zA-Z])[a-zA-Z]{2,}")
+"""A word that is not a LaTeX command (``pi`` in ``\\pi`` is not one): its presence makes a text prose."""
+
+
+def _parse_response(text: str) -> list[Any]:
+    """A response's answer. A bare one-line answer with no prose (``9\\pi``, ``(1, 2)``, ``\\sqrt{2}``: what
+    ``nel validate`` sends, and what terse models reply) is read as LaTeX maths first, as an expected answer
+    is; math-verify alone would read ``9\\pi`` as 9 and find nothing in ``\\sqrt{2}``."""
+    bare = text.strip()
+    if bare and "\n" not in bare and "$" not in bare and "\\boxed" not in bare and not _PROSE_WORD.search(bare):
+        parsed = _parse(f"${bare}$")
+        if parsed:
+            return parsed
+    return _parse(text)
 
 
 @lru_cache(maxsize=4096)
@@ -49,7 +66,7 @@ def score_math(response: str, expected: str) -> VerifyResult:
     if not response or response.isspace():
         details.update(reason="empty response", parsed_extracted=None)
         return VerifyResult(reward=0.0, extracted_answer=None, scoring_details=details)
-    answer = _parse(response)
+    answer = _parse_response(response)
     details["parsed_extracted"] = _shown(answer)
     if not answer:
         details["reason"] = "no mathematical answer found in the response"
