@@ -12,7 +12,7 @@ import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import orjson
 
@@ -74,10 +74,14 @@ def task_id_of(row: dict[str, Any]) -> str:
 class DatasetEnvironment(EvalEnvironment):
     """Serves rows of a JSONL file through a prompt template and a named scorer."""
 
+    own_scoring: ClassVar[bool] = False
+    """True in a subclass that scores in its own ``verify`` (mbpp's sandbox, ifeval's checkers): its ``scorer``
+    names that method, not a registered scorer."""
+
     def __init__(self, definition: BenchmarkDefinition) -> None:
         self.definition = definition
         self.name = definition.name
-        self._scorer: Scorer = get_scorer(definition.scorer)
+        self._scorer: Scorer = self.verify if self.own_scoring else get_scorer(definition.scorer)
         self.capabilities = Capabilities(scoring="process" if definition.scorer in CPU_HEAVY else "inline")
         self._rows, self._data_bytes_hash = _load_rows(definition)
         self._task_ids = [task_id_of(row) for row in self._rows]
@@ -88,6 +92,11 @@ class DatasetEnvironment(EvalEnvironment):
 
     def __len__(self) -> int:
         return len(self._rows)
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        """The frozen rows, in order (what a subclass's ``seed``/``verify`` read by ``idx``)."""
+        return self._rows
 
     def _target(self, row: dict[str, Any]) -> str:
         target = str(row[self.definition.target_field])

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
 from workbench.mock.answers import CODE_SCORERS, SANDBOX_SCORERS, SHORT_ANSWER_SCORERS, Task
+from workbench.mock.code_replies import is_python, stubbed_functions
 from workbench.mock.skill import SkillProfile
 
 FINAL_FORMATS: tuple[str, ...] = ("The answer is: {}", "#### {}", "\\boxed{{{}}}", "Answer: {}")
@@ -259,7 +260,9 @@ def _code(task: Task, correct: bool, choice: int) -> Completion:
     if mode == "cut_off":
         lines = task.answer.strip("\n").splitlines()
         return Completion(f"{intro}\n\n```python\n" + "\n".join(lines[: max(1, len(lines) // 2)]), "length")
-    return Completion(f"{intro}\n\n```python\n{wrong_function(task.question, choice)}\n```")
+    wrong = (wrong_function(task.question, choice) if is_python(task.question)
+             else stubbed_functions(task.answer, choice))  # MBPP's question is prose, not a signature
+    return Completion(f"{intro}\n\n```python\n{wrong}\n```")
 
 
 def wrong_function(problem: str, choice: int) -> str:
