@@ -25,9 +25,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
-from workbench.mock.answers import CODE_SCORERS, SANDBOX_SCORERS, SHORT_ANSWER_SCORERS, Task
+from workbench.mock.answers import CODE_SCORERS, JUDGED_SCORERS, SANDBOX_SCORERS, SHORT_ANSWER_SCORERS, Task
 from workbench.mock.code_replies import is_python, stubbed_functions
 from workbench.mock.ifeval_replies import right_reply, wrong_reply
+from workbench.mock.simpleqa_replies import simpleqa_answer
 from workbench.mock.skill import SkillProfile
 
 FINAL_FORMATS: tuple[str, ...] = ("The answer is: {}", "#### {}", "\\boxed{{{}}}", "Answer: {}")
@@ -187,6 +188,8 @@ class Responder:
         choice = verdict.choice
         if task.scorer in CODE_SCORERS:
             return _code(task, verdict.correct, choice)
+        if task.scorer in JUDGED_SCORERS:  # SimpleQA: the answer, another's answer, or "I don't know."
+            return Completion(simpleqa_answer(task, verdict.correct, choice))
         if task.scorer == "ifeval":  # the answer is the instructions: text that follows them, or breaks one
             return Completion(right_reply(task.answer) if verdict.correct else wrong_reply(task.answer, choice))
         texts = self._texts.get(task.key)
