@@ -139,3 +139,15 @@ def test_run_figures_pool_instructions_and_average_prompts() -> None:
 
 def test_every_fixture_instruction_is_known_to_lm_eval(env: IFEvalEnvironment) -> None:
     assert all(env.check_answer_key(i)[0] for i in range(len(env)))
+
+
+def test_without_the_lm_eval_extra_building_ifeval_names_the_install_command(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    from workbench.extras import MissingExtra
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "lm_eval" else real(name, *a))
+    with pytest.raises(MissingExtra, match=r"pip install 'nel-workbench\[lm-eval\]'"):
+        frozen_environment("ifeval", tmp_path)

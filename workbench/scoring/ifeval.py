@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from types import ModuleType
 from typing import Any
@@ -45,11 +46,15 @@ def _no_download_at_import() -> Iterator[None]:
             os.environ["LOCAL_RANK"] = before
 
 
+_IMPORTING = threading.Lock()
+"""Scoring threads may ask at once; ``LOCAL_RANK`` is changed for the import, so one thread imports."""
+
+
 @functools.cache
 def checkers() -> ModuleType:
     """lm-eval's ``lm_eval.tasks.ifeval.utils``, imported without a download (MissingExtra without lm-eval)."""
     require("lm-eval", "the ifeval benchmark's instruction checkers")
-    with _no_download_at_import():
+    with _IMPORTING, _no_download_at_import():
         import lm_eval.tasks.ifeval.utils as utils
     return utils
 
