@@ -31,6 +31,7 @@ EXTRA_OF: dict[str, str] = {
     "docker": "docker",
     "math_verify": "math",
     "ray": "ray",
+    "lm_eval": "lm-eval",
 }
 """Top-level module → the extra that installs it."""
 

@@ -14,7 +14,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from workbench.environments.base import EvalEnvironment
 from workbench.errors import UsageError
@@ -59,6 +59,26 @@ class MetricSpec:
 Verify = Callable[..., VerifyResult]
 
 
+class JudgeGrading(Protocol):
+    """A benchmark's own judge prompt and reading of the reply (SimpleQA's grader), used by a judge metric that
+    names no prompt of its own."""
+
+    template: str
+
+    def verdict(self, reply: str) -> VerifyResult | None: ...
+
+
+def check_judged(env: EvalEnvironment, metrics: MetricSuite | None) -> None:
+    """A benchmark graded only by a judge (``env.judge_grading``) runs with a judge metric and without its own
+    scorer (which has nothing to grade with): say how to configure one, before any model call."""
+    if getattr(env, "judge_grading", None) is None:
+        return
+    if metrics is None or all(s.type != JUDGE for s in metrics.specs) or any(s.type == DEFAULT for s in metrics.specs):
+        raise UsageError(f"{env.name} is graded by an LLM judge: run it from a config whose entry has scoring: "
+                         "{include_defaults: false, metrics: [{type: judge, service: JUDGE}]} with the judge model "
+                         "under services: (see benchmarks/" + env.name + "/README.md)")
+
+
 class MetricSuite:
     """The metrics of one run, the first being primary."""
 
@@ -77,6 +97,7 @@ class MetricSuite:
                 if problem:
                     raise UsageError(f"scoring.metrics: judge metric {spec.name!r}: {problem}")
         self.specs = tuple(specs)
+        self.grading: JudgeGrading | None = getattr(env, "judge_grading", None)
         self._scorers: dict[str, Verify] = {
             spec.name: _sync_scorer(env, spec) for spec in self.specs if spec.type != JUDGE
         }
@@ -151,7 +172,9 @@ class MetricWorker:
         if not response.strip():
             details.update(verdict=None, reason="empty response: not sent to the judge")
             return VerifyResult(0.0, None, details)
-        prompt = render_prompt(spec.template, question=seed.prompt, expected=seed.expected_answer, response=response)
+        grading = self.suite.grading if spec.template == DEFAULT_TEMPLATE else None  # the benchmark's own grader
+        template = spec.template if grading is None else grading.template
+        prompt = render_prompt(template, question=seed.prompt, expected=seed.expected_answer, response=response)
         request = prepare(spec.judge, ({"role": "user", "content": prompt},), prompt, 0)
         t0 = time.perf_counter()
         reply = await self.clients[spec.name].generate(request, 0)
@@ -165,6 +188,14 @@ class MetricWorker:
         if reply.failure is not None:
             details.update(verdict=None, reason=f"judge call failed ({reply.failure}): {reply.error}")
             return VerifyResult(0.0, None, details, {"failure_category": JUDGE_ERROR})
+        if grading is not None:
+            graded = grading.verdict(reply.text)
+            if graded is None:
+                details.update(verdict=None, reason="the judge's reply gives no grade")
+                return VerifyResult(0.0, None, details, {"failure_category": JUDGE_ERROR})
+            details.update(grader=graded.scoring_details.get("method"), grade=graded.extracted_answer,
+                           verdict=graded.extracted_answer)
+            return VerifyResult(graded.reward, graded.extracted_answer, details)
         verdict = parse_verdict(reply.text)
         details.update(verdict=None if verdict.correct is None else ("correct" if verdict.correct else "incorrect"),
                        reason=verdict.reason)

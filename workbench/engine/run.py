@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from workbench.engine.attempts import AttemptWorker
-from workbench.engine.metrics import MetricSuite, MetricWorker
+from workbench.engine.metrics import MetricSuite, MetricWorker, check_judged
 from workbench.engine.plan import RunPlan, plan_run, run_header
 from workbench.engine.progress import RunProgress, StepListener
 from workbench.engine.sharding import Shard
@@ -306,6 +306,7 @@ async def run_evaluation(
     if env.requires_sandbox:
         raise UsageError(f"{env.name}: every attempt needs a sandbox (its code is run, or its files inspected): give "
                          "the run one with --sandbox docker|local, or sandbox: in a config")
+    check_judged(env, metrics)
     identity = {"benchmark": env.name, "data_hash": env.data_hash, **solver.identity()}
     if env.dataset_identity is not None:  # a hub dataset: a new upstream commit is a different experiment
         identity["dataset"] = env.dataset_identity["source"]

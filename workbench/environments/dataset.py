@@ -17,7 +17,7 @@ import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import orjson
 
@@ -140,10 +140,14 @@ def task_id_of(row: dict[str, Any]) -> str:
 class DatasetEnvironment(EvalEnvironment):
     """Serves rows of a JSONL file through a prompt template and a named scorer."""
 
+    own_scoring: ClassVar[bool] = False
+    """True in a subclass that scores in its own ``verify`` (mbpp's sandbox, ifeval's checkers): its ``scorer``
+    names that method, not a registered scorer."""
+
     def __init__(self, definition: BenchmarkDefinition) -> None:
         self.definition = definition
         self.name = definition.name
-        self._scorer: Scorer = get_scorer(definition.scorer)
+        self._scorer: Scorer = self.verify if self.own_scoring else get_scorer(definition.scorer)
         self.capabilities = Capabilities(scoring="process" if definition.scorer in CPU_HEAVY else "inline")
         self.loaded = load_definition_data(definition)
         self.rows: list[dict[str, Any]] = self.loaded.rows
@@ -156,6 +160,11 @@ class DatasetEnvironment(EvalEnvironment):
 
     def __len__(self) -> int:
         return len(self.rows)
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        """The frozen rows, in order (what a subclass's ``seed``/``verify`` read by ``idx``)."""
+        return self._rows
 
     def _target(self, row: dict[str, Any]) -> str:
         target = str(row[self.definition.target_field])

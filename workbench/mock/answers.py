@@ -64,6 +64,9 @@ CODE_SCORERS = frozenset({"code_execution"})
 SANDBOX_SCORERS = frozenset({"sandbox_state"})
 """Scorers that inspect an agent's sandbox: the mock answers those as an agent and never calls their ``verify``."""
 
+JUDGED_SCORERS = frozenset({"simpleqa_grader"})
+"""Benchmarks graded by a judge: the mock answers them with short answers and never calls their ``verify``."""
+
 N_DISTRACTORS = 3
 
 
@@ -89,7 +92,7 @@ def load_tasks(benchmarks: Sequence[str] | None = None) -> list[Task]:
             print(f"nel mock model: warning: skipping benchmark {name!r}: {exc}", file=sys.stderr)
             continue
         scorer = str(env.describe().get("scorer", ""))
-        verify = None if scorer in CODE_SCORERS or scorer in SANDBOX_SCORERS else env.verify
+        verify = None if scorer in CODE_SCORERS | SANDBOX_SCORERS | JUDGED_SCORERS else env.verify
         found: list[Task] = []
         for i, entry in enumerate(env.answer_key()):
             seed = env.seed(i)
@@ -106,7 +109,7 @@ def load_tasks(benchmarks: Sequence[str] | None = None) -> list[Task]:
                     scorer=scorer,
                 )
             )
-        tasks += with_distractors(found) if scorer in SHORT_ANSWER_SCORERS else found
+        tasks += with_distractors(found) if scorer in SHORT_ANSWER_SCORERS | JUDGED_SCORERS else found
     return tasks
 
 

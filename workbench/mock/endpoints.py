@@ -17,9 +17,8 @@ import orjson
 from workbench.mock.agent import AGENT_SCORERS, AgentReply, agent_turn, generic_tool_turn, offered_tools
 from workbench.mock.answers import AnswerIndex, Task
 from workbench.mock.config import MockConfig
-from workbench.mock.judge import judge_reply
+from workbench.mock.judge import is_judge_prompt, judge_reply
 from workbench.mock.responder import CHARS_PER_TOKEN, Completion, Responder, apply_limits, count_tokens
-from workbench.scoring.judge import REFERENCE_MARK
 
 Body = dict[str, Any]
 
@@ -39,10 +38,6 @@ class ApiError(Exception):
         super().__init__(message)
         self.status = status
         self.body = error_body(message, type=type, code=code, param=param)
-
-
-JUDGE_MARK = REFERENCE_MARK
-"""Cheap test before parsing a prompt as a judge prompt."""
 
 
 def error_body(message: str, *, type: str, code: str | None = None, param: str | None = None) -> bytes:
@@ -168,7 +163,7 @@ class Api:
             )
         if self.echo is not None:  # --echo-headers (a test feature): the request itself is the answer
             return Completion(self.echo), prompt_tokens
-        verdict = judge_reply(primary) if JUDGE_MARK in primary else None
+        verdict = judge_reply(primary) if is_judge_prompt(primary) else None
         if verdict is not None:
             return Completion(verdict), prompt_tokens
         return self.responder.respond(self._task(primary, parts), seed, attempt), prompt_tokens

@@ -9,14 +9,23 @@ LLM-as-judge scoring run end to end without an LLM; it is not a model of judging
 
 from __future__ import annotations
 
-from workbench.scoring.judge import sections
+from workbench.mock.simpleqa_replies import simpleqa_grade
+from workbench.scoring.judge import REFERENCE_MARK, sections
 from workbench.scoring.multiple_choice import score_multiple_choice
 from workbench.scoring.normalized import normalize_answer, score_normalized
 from workbench.scoring.numeric import normalize_number, score_numeric
+from workbench.scoring.simpleqa import NEW_EXAMPLE
+
+
+def is_judge_prompt(prompt: str) -> bool:
+    """A cheap test before parsing: the workbench's judge template, or SimpleQA's grader."""
+    return REFERENCE_MARK in prompt or NEW_EXAMPLE in prompt
 
 
 def judge_reply(prompt: str) -> str | None:
     """The verdict reply to a judge prompt; ``None`` when ``prompt`` is not one."""
+    if NEW_EXAMPLE in prompt:
+        return simpleqa_grade(prompt)
     found = sections(prompt)
     if found is None:
         return None

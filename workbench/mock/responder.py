@@ -25,8 +25,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
-from workbench.mock.answers import CODE_SCORERS, SANDBOX_SCORERS, SHORT_ANSWER_SCORERS, Task
+from workbench.mock.answers import CODE_SCORERS, JUDGED_SCORERS, SANDBOX_SCORERS, SHORT_ANSWER_SCORERS, Task
+from workbench.mock.code_replies import is_python, stubbed_functions
+from workbench.mock.ifeval_replies import right_reply, wrong_reply
 from workbench.mock.maths import VARIANTS, wrong_expression
+from workbench.mock.simpleqa_replies import simpleqa_answer
 from workbench.mock.skill import SkillProfile
 from workbench.scoring.aliases import split_aliases
 
@@ -202,6 +205,10 @@ class Responder:
         choice = verdict.choice
         if task.scorer in CODE_SCORERS:
             return _code(task, verdict.correct, choice)
+        if task.scorer in JUDGED_SCORERS:  # SimpleQA: the answer, another's answer, or "I don't know."
+            return Completion(simpleqa_answer(task, verdict.correct, choice))
+        if task.scorer == "ifeval":  # the answer is the instructions: text that follows them, or breaks one
+            return Completion(right_reply(task.answer) if verdict.correct else wrong_reply(task.answer, choice))
         texts = self._texts.get(task.key)
         if texts is None:
             texts = self._texts[task.key] = _TaskTexts(task)
@@ -290,7 +297,9 @@ def _code(task: Task, correct: bool, choice: int) -> Completion:
     if mode == "cut_off":
         lines = task.answer.strip("\n").splitlines()
         return Completion(f"{intro}\n\n```python\n" + "\n".join(lines[: max(1, len(lines) // 2)]), "length")
-    return Completion(f"{intro}\n\n```python\n{wrong_function(task.question, choice)}\n```")
+    wrong = (wrong_function(task.question, choice) if is_python(task.question)
+             else stubbed_functions(task.answer, choice))  # MBPP's question is prose, not a signature
+    return Completion(f"{intro}\n\n```python\n{wrong}\n```")
 
 
 def wrong_function(problem: str, choice: int) -> str:
