@@ -69,18 +69,23 @@ def _offline_hint() -> str:
     return ""
 
 
-def _dataset_of(manager: Any, name: str) -> str:
-    """The ``dataset_path`` a task's YAML names, for an error message (``?`` when it cannot be read)."""
+def _declared(manager: Any, name: str) -> dict[str, Any]:
+    """What a task's YAML declares (with its includes), read without loading its data; ``{}`` if unreadable."""
     try:
         from lm_eval.tasks._yaml_loader import load_yaml
 
         entry = manager.task_index.get(name)
         if entry is None or entry.yaml_path is None:
-            return "?"
+            return {}
         config = load_yaml(entry.yaml_path, recursive=True)
-        return str(config.get("dataset_path", "?"))
-    except Exception:  # the message is about the first failure, not this one
-        return "?"
+        return config if isinstance(config, dict) else {}
+    except Exception:  # an error message's detail, or a check lm-eval repeats after loading
+        return {}
+
+
+def _not_generate_until(shown: str, name: str, output_type: str) -> str:
+    return (f"{shown}: lm-eval task {name!r} is {output_type} (scored by the log-likelihood of each choice); nel "
+            "calls chat/completions APIs that return text, so only generate_until tasks run here")
 
 
 def load_tasks(uri: LmEvalUri, shown: str) -> list[tuple[str, Task]]:
@@ -99,6 +104,9 @@ def load_tasks(uri: LmEvalUri, shown: str) -> list[tuple[str, Task]]:
             where = f" (built-in or under {uri.include_path})" if include else ""
             hint = f"; closest: {', '.join(close)}" if close else "; list them with: lm_eval ls tasks"
             raise UsageError(f"{shown}: unknown lm-eval task {uri.task!r}{where}{hint}")
+        declared = _declared(manager, uri.task).get("output_type")
+        if declared is not None and declared != SUPPORTED_OUTPUT_TYPE:  # before its data is loaded
+            raise UsageError(_not_generate_until(shown, uri.task, str(declared)))
         random.seed(SIMPLE_EVALUATE_RANDOM_SEED)
         with contextlib.suppress(ImportError):
             import numpy as np
@@ -110,7 +118,7 @@ def load_tasks(uri: LmEvalUri, shown: str) -> list[tuple[str, Task]]:
             raise
         except Exception as exc:
             raise UsageError(f"{shown}: cannot load the data of lm-eval task {uri.task!r} (dataset "
-                             f"{_dataset_of(manager, uri.task)}): {_first_line(exc)}{_offline_hint()}") from None
+                             f"{_declared(manager, uri.task).get('dataset_path', '?')}): {_first_line(exc)}{_offline_hint()}") from None
     tasks = sorted(loaded["tasks"].items())
     for name, task in tasks:
         _configure(uri, shown, name, task)
@@ -120,9 +128,7 @@ def load_tasks(uri: LmEvalUri, shown: str) -> list[tuple[str, Task]]:
 def _configure(uri: LmEvalUri, shown: str, name: str, task: Task) -> None:
     output_type = task.get_config("output_type")
     if output_type != SUPPORTED_OUTPUT_TYPE:
-        raise UsageError(
-            f"{shown}: lm-eval task {name!r} is {output_type} (scored by the log-likelihood of each choice); nel "
-            "calls chat/completions APIs that return text, so only generate_until tasks run here")
+        raise UsageError(_not_generate_until(shown, name, str(output_type)))
     repeats = task.get_config("repeats") or 1
     if repeats != 1:
         raise UsageError(f"{shown}: lm-eval task {name!r} samples each document {repeats} times (repeats: "
