@@ -23,9 +23,9 @@ import orjson
 import pytest
 from nel_helpers import ROOT, assert_ok, clean_env, nel
 
+from workbench.errors import UsageError
 from workbench.mock import mock_model
 from workbench.mock.process import MockHandle
-from workbench.errors import UsageError
 from workbench.store import open_store
 
 pytestmark = pytest.mark.timeout(240)

@@ -83,6 +83,13 @@ def _declared(manager: Any, name: str) -> dict[str, Any]:
         return {}
 
 
+def _standalone(manager: Any, name: str) -> bool:
+    """A task whose YAML names no other task (not a group or tag of others): the user's directory serves it
+    alone, exactly as the whole index would (include_path takes precedence over the built-in tasks anyway)."""
+    declared = _declared(manager, name)
+    return bool(declared) and "task" in declared and not isinstance(declared["task"], list) and "group" not in declared
+
+
 def _not_generate_until(shown: str, name: str, output_type: str) -> str:
     return (f"{shown}: lm-eval task {name!r} is {output_type} (scored by the log-likelihood of each choice); nel "
             "calls chat/completions APIs that return text, so only generate_until tasks run here")
@@ -98,7 +105,13 @@ def load_tasks(uri: LmEvalUri, shown: str) -> list[tuple[str, Task]]:
         from lm_eval.tasks import TaskManager
 
         include = None if uri.include_path is None else str(uri.include_path)
-        manager = TaskManager(include_path=include)
+        manager = None
+        if include is not None:  # a user's task: index their directory alone first (lm-eval's ~14,000 YAMLs
+            own = TaskManager(include_path=include, include_defaults=False)  # take seconds to scan)
+            if uri.task in own.all_tasks and _standalone(own, uri.task):
+                manager = own
+        if manager is None:
+            manager = TaskManager(include_path=include)
         if uri.task not in manager.all_tasks:
             close = difflib.get_close_matches(uri.task, manager.all_tasks, n=5, cutoff=0.6)
             where = f" (built-in or under {uri.include_path})" if include else ""
@@ -117,8 +130,9 @@ def load_tasks(uri: LmEvalUri, shown: str) -> list[tuple[str, Task]]:
         except (KeyboardInterrupt, UsageError):
             raise
         except Exception as exc:
-            raise UsageError(f"{shown}: cannot load the data of lm-eval task {uri.task!r} (dataset "
-                             f"{_declared(manager, uri.task).get('dataset_path', '?')}): {_first_line(exc)}{_offline_hint()}") from None
+            dataset = _declared(manager, uri.task).get("dataset_path", "?")
+            raise UsageError(f"{shown}: cannot load the data of lm-eval task {uri.task!r} (dataset {dataset}): "
+                             f"{_first_line(exc)}{_offline_hint()}") from None
     tasks = sorted(loaded["tasks"].items())
     for name, task in tasks:
         _configure(uri, shown, name, task)
