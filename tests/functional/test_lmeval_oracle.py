@@ -18,6 +18,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 import orjson
 import pytest
@@ -71,18 +72,23 @@ def mock(offline_env: dict[str, str]) -> Iterator[MockHandle]:
 
 
 def lm_eval_run(mock: MockHandle, num_fewshot: int | None) -> dict[str, Any]:
-    """lm-eval's own run of the fixture task against the mock: results and per-document samples."""
+    """lm-eval's own run of the fixture task against the mock: results and per-document samples. lm-eval's own
+    code throughout: a build in this process (the refusal tests) memoises its Jinja templates
+    (``workbench.lmeval.loading.memoise_templates``), so its own ``apply_template`` is put back for the run."""
     import lm_eval
+    from lm_eval import utils
     from lm_eval.tasks import TaskManager
 
     cwd = Path.cwd()
     os.chdir(FIXTURES)
     try:
-        return lm_eval.simple_evaluate(
-            model="local-chat-completions",
-            model_args=f"base_url={mock.base_url}/chat/completions,model=nel-mock,num_concurrent=4,max_retries=1",
-            tasks=[TASK], num_fewshot=num_fewshot, apply_chat_template=True, log_samples=True,
-            task_manager=TaskManager(include_path="."))
+        own = getattr(utils.apply_template, "__wrapped__", utils.apply_template)
+        with patch.object(utils, "apply_template", own):
+            return lm_eval.simple_evaluate(
+                model="local-chat-completions",
+                model_args=f"base_url={mock.base_url}/chat/completions,model=nel-mock,num_concurrent=4,max_retries=1",
+                tasks=[TASK], num_fewshot=num_fewshot, apply_chat_template=True, log_samples=True,
+                task_manager=TaskManager(include_path="."))
     finally:
         os.chdir(cwd)
 
@@ -138,6 +144,32 @@ def test_resuming_with_other_prompts_is_refused(mock, offline_env, tmp_path):
     other = nel_run(mock, f"{URI}&num_fewshot=1", tmp_path, offline_env, "--max-problems", "2", "--run-id", "r",
                     "--resume")
     assert other.returncode == 2, other.stdout + other.stderr
+
+
+def test_memoised_templates_render_what_lm_eval_renders():
+    """nel keeps lm-eval's compiled Jinja templates by their source (lm-eval compiles one per field per document);
+    each string is still the one lm-eval's own ``apply_template`` renders, an undefined field still fails."""
+    from jinja2 import UndefinedError
+    from lm_eval import utils
+
+    from workbench.lmeval.loading import memoise_templates
+
+    before = utils.apply_template
+    try:
+        memoise_templates()
+        memoised = utils.apply_template
+        memoise_templates()
+        assert utils.apply_template is memoised, "installed once"
+        own = memoised.__wrapped__
+        docs = [json.loads(line) for line in (FIXTURES / f"{TASK}.test.jsonl").read_text().splitlines()[:5]]
+        for template in ("Question: {{question}}\nAnswer:", "{{answer}}",
+                         "{{answer | regex_replace('#### ', '')}}", "{{question.split(' ')[0]}}"):
+            for doc in docs:
+                assert memoised(template, doc) == own(template, doc)
+        with pytest.raises(UndefinedError):
+            memoised("{{no_such_field}}", docs[0])
+    finally:
+        utils.apply_template = before
 
 
 class TestRefusals:

@@ -17,7 +17,7 @@ import hashlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
 
@@ -69,10 +69,18 @@ def _target_text(target: object) -> str:
     return str(target)
 
 
-def _chat_template(history: list[dict[str, str]], add_generation_prompt: bool = True) -> Any:
-    """``TemplateAPI.apply_chat_template`` without a tokenizer: the history as JSON, decoded before sending."""
-    from lm_eval.models.api_models import JsonChatStr
+class JsonChatStr(NamedTuple):
+    """``lm_eval.models.api_models.JsonChatStr``, field for field: a chat history as JSON. Not imported from there:
+    that module imports aiohttp, requests and tenacity (a few tenths of a second) for nothing nel calls."""
 
+    prompt: str
+
+    def encode(self, encoding: str) -> bytes:
+        return self.prompt.encode(encoding)
+
+
+def _chat_template(history: list[dict[str, str]], add_generation_prompt: bool = True) -> JsonChatStr:
+    """``TemplateAPI.apply_chat_template`` without a tokenizer: the history as JSON, decoded before sending."""
     return JsonChatStr(json.dumps(history, ensure_ascii=False))
 
 
