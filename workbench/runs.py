@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import signal
 import tempfile
@@ -29,6 +30,7 @@ from workbench.environments import EvalEnvironment, get_environment
 from workbench.errors import NelError, UsageError, path_error
 from workbench.export.artifacts import ExportResult, export_run, run_summary, write_summary_json
 from workbench.extras import require
+from workbench.model.config import ModelConfig
 from workbench.solvers import SimpleSolver
 from workbench.solvers.base import Solver
 from workbench.solvers.tool_calling import ToolCallingSettings, ToolCallingSolver
@@ -164,7 +166,7 @@ def run_benchmark(spec: RunSpec, bench: Benchmark, *, resume: bool = False, retr
     writable_dir(output_dir, "output directory")
     writable_dir(store.parent, "store directory")
     env = environment(spec, bench)
-    model = model_config(spec, bench)
+    model = with_benchmark_generation(model_config(spec, bench), env)
     specs = metric_specs(spec, bench)
     suite = None if specs is None else MetricSuite(env, specs)
     shard = shard_from_env()
@@ -248,6 +250,13 @@ def dataset_source(spec: RunSpec, bench: Benchmark) -> str | None:
         return bench.dataset
     base = Path(spec.source).resolve().parent if spec.source else Path.cwd()
     return str(base / Path(bench.dataset).expanduser())
+
+
+def with_benchmark_generation(model: ModelConfig, env: EvalEnvironment) -> ModelConfig:
+    """The benchmark's own sampling settings (``describe()["generation"]``, e.g. an lm-eval task's
+    ``generation_kwargs``) wherever the run sets none: what the user sets wins."""
+    own = env.describe().get("generation") or {}
+    return dataclasses.replace(model, **{k: v for k, v in own.items() if getattr(model, k) is None})
 
 
 def _solver(env: EvalEnvironment, bench: Benchmark, model: Any) -> tuple[Solver, ToolCallingSettings | None]:

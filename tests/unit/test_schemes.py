@@ -33,12 +33,12 @@ def test_builtin_fallback_without_entry_points(clean_schemes, monkeypatch):
     from workbench.gym.scheme import GYM_SCHEME
 
     assert schemes.find_scheme("gym") is GYM_SCHEME
-    assert schemes.known_schemes() == ["gym"]
+    assert schemes.known_schemes() == ["gym", "lm-eval"]
 
 
 def test_unknown_scheme_message_is_unchanged(clean_schemes, monkeypatch):
     monkeypatch.setattr(schemes, "_entry_points", dict)
-    with pytest.raises(UsageError, match=r"^bad benchmark URL 'gum://h:1': scheme: 'gum' is not gym://$"):
+    with pytest.raises(UsageError, match=r"^bad benchmark URL 'gum://h:1': scheme: 'gum' is not gym:// or lm-eval://$"):
         resolve_benchmark("gum://h:1")
     with pytest.raises(UnknownBenchmark):
         get_environment.__wrapped__("gum://h:1")
@@ -76,5 +76,5 @@ def test_a_third_party_entry_point(clean_schemes, tmp_path: Path, monkeypatch):
     assert "demo" in schemes.known_schemes()
     assert resolve_benchmark("demo://anything") == "demo://anything"
     assert get_environment.__wrapped__("demo://anything").name == "gsm8k"
-    with pytest.raises(UsageError, match=r"scheme: 'gum' is not demo:// or gym://$"):
+    with pytest.raises(UsageError, match=r"scheme: 'gum' is not demo:// or gym:// or lm-eval://$"):
         resolve_benchmark("gum://h:1")

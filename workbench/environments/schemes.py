@@ -30,6 +30,7 @@ ENTRY_POINT_GROUP = "nel_workbench.schemes"
 
 BUILTIN_SCHEMES: dict[str, str] = {
     "gym": "workbench.gym.scheme:GYM_SCHEME",
+    "lm-eval": "workbench.lmeval.scheme:LMEVAL_SCHEME",
 }
 """Schemes shipped with nel: scheme → ``module:attribute`` (a ``Scheme``), imported on first use."""
 
