@@ -27,6 +27,7 @@ _REGISTRY: dict[str, Factory] = {}
 BUILTIN_CLASSES: dict[str, str] = {
     "humaneval": "workbench.environments.humaneval:HumanEvalEnvironment",
     "file_tasks": "workbench.environments.file_tasks:FileTasksEnvironment",
+    "shape_count": "workbench.environments.shape_count:ShapeCountEnvironment",
 }
 """Built-ins defined in Python rather than TOML: name → ``module:class``, imported on first use (keeps ``nel`` fast)."""
 
@@ -56,12 +57,12 @@ def _ensure_builtins() -> None:
     def factory(path: Path) -> Factory:
         return lambda: DatasetEnvironment.from_definition(path)
 
+    for name, target in BUILTIN_CLASSES.items():  # first: a class may serve a benchmark.toml of its own
+        if name not in _REGISTRY:
+            _REGISTRY[name] = _lazy_class(target)
     for name, path in _builtin_definitions().items():
         if name not in _REGISTRY:
             _REGISTRY[name] = factory(path)
-    for name, target in BUILTIN_CLASSES.items():
-        if name not in _REGISTRY:
-            _REGISTRY[name] = _lazy_class(target)
 
 
 def _lazy_class(target: str) -> Factory:
