@@ -266,6 +266,11 @@ def human_size(n_bytes: int) -> str:
     return f"{n_bytes / (1024 * 1024):.1f} MB"
 
 
+def is_image(part: Any) -> bool:
+    """Whether a content part is an image: one sent (either protocol's form) or a stored reference."""
+    return isinstance(part, Mapping) and (part.get("type") in IMAGE_PART_TYPES or part.get("type") == REF_TYPE)
+
+
 def placeholder(part: Mapping[str, Any]) -> str:
     """How a transcript shows an image: ``[image png 12.3 KB sha256:1a2b3c4d]`` (or why it could not be read)."""
     if part.get("error"):
@@ -280,23 +285,3 @@ def placeholder(part: Mapping[str, Any]) -> str:
         except ImageError as exc:
             return f"[image not decodable: {exc}]"
     return f"[image {url[:80]}]"
-
-
-def content_text(content: Any) -> str:
-    """A message's content as text: strings as they are, images as placeholders, one part per line."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return str(content)
-    lines = []
-    for part in content:
-        if not isinstance(part, Mapping):
-            lines.append(str(part))
-        elif part.get("type") in IMAGE_PART_TYPES or part.get("type") == REF_TYPE:
-            lines.append(placeholder(part))
-        else:
-            text = part.get("text")
-            lines.append(text if isinstance(text, str) else str(dict(part)))
-    return "\n".join(lines)
