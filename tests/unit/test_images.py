@@ -6,6 +6,7 @@ import base64
 import importlib.util
 import struct
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,8 +25,8 @@ from workbench.resources import benchmarks_dir
 RED_4x2 = png_bytes(4, 2, bytes([255, 0, 0]) * 8)
 
 
-def _message(url: str, detail: str | None = None) -> dict[str, object]:
-    image: dict[str, object] = {"url": url} | ({"detail": detail} if detail else {})
+def _message(url: str, detail: str | None = None) -> dict[str, Any]:
+    image = {"url": url, **({"detail": detail} if detail else {})}
     return {"role": "user", "content": [{"type": "text", "text": "Count."}, {"type": "image_url", "image_url": image}]}
 
 

@@ -11,9 +11,9 @@ from typing import Any
 import duckdb
 import orjson
 import pytest
+from nel_helpers import assert_ok, nel
+from recording_model import recording_model, url_of
 
-from tests.functional.nel_helpers import assert_ok, nel
-from tests.recording_model import recording_model, url_of
 from workbench.engine import run_evaluation
 from workbench.environments import get_environment
 from workbench.environments.dataset import BenchmarkDefinition
@@ -119,8 +119,12 @@ def test_shape_count_against_the_mock_scores_as_its_skill_says_and_stores_each_i
         assert passed == expected
     refs = {orjson.loads(m)[0]["content"][1]["sha256"] for (m,) in con.execute("SELECT messages FROM steps").fetchall()}
     assert refs == {r[0] for r in con.execute("SELECT sha256 FROM images").fetchall()}
-    trajectories = next(tmp_path.glob("runs/*/trajectories.jsonl")).read_text()
-    assert '"type":"image","sha256":' in trajectories and "base64" not in trajectories
+    for export in tmp_path.glob("runs/*"):  # the references stay; the pictures come along, once each, by hash
+        trajectories = (export / "trajectories.jsonl").read_text()
+        assert '"type":"image","sha256":' in trajectories and "base64" not in trajectories
+        files = sorted(export.glob("images/*.png"))
+        assert [f.name for f in files] == sorted(f"{sha}.png" for sha in refs)
+        assert all(inspect_image(f.read_bytes()).sha256 == f.stem for f in files)
 
 
 def test_a_version_4_store_gains_the_images_table_when_opened_for_writing(tmp_path: Path):
