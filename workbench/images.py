@@ -278,7 +278,9 @@ def placeholder(part: Mapping[str, Any]) -> str:
     if part.get("type") == REF_TYPE:
         kind = str(part.get("mime", "image/?")).split("/", 1)[-1]
         return f"[image {kind} {human_size(int(part.get('bytes') or 0))} sha256:{str(part.get('sha256', ''))[:8]}]"
-    url = part_url(part) or ""
+    url = part_url(part)
+    if not url:
+        return "[image without a URL]"
     if url.startswith(DATA_URL_MARK):  # not stored yet (a live transcript): the same placeholder, from the bytes
         try:
             return placeholder(inspect_image(decode_data_url(url)[1]).ref())
