@@ -22,6 +22,7 @@ import struct
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Literal
 
 ImageDetail = Literal["auto", "low", "high"]
@@ -211,10 +212,30 @@ def check_images(messages: Iterable[Mapping[str, Any]]) -> str | None:
         if url.startswith(("http://", "https://")):
             continue
         try:
-            inspect_image(decode_data_url(url)[1])
+            decode_image_url(url)
         except ImageError as exc:
             return f"image {n}: {exc}"
     return None
+
+
+@lru_cache(maxsize=64)
+def _decoded(url: str) -> tuple[ImageInfo, bytes] | str:
+    try:
+        data = decode_data_url(url)[1]
+        return inspect_image(data), data
+    except ImageError as exc:
+        return str(exc)
+
+
+def decode_image_url(url: str) -> tuple[ImageInfo, bytes]:
+    """The image of a ``data:image/…`` URL, checked whole, and its bytes; ``ImageError`` when it does not decode.
+
+    Remembered for the last few URLs: every repeat of a task sends the same picture, and is checked before it is
+    sent and again when its step is stored; inflating a large PNG each time would cost more than the request."""
+    found = _decoded(url)
+    if isinstance(found, str):
+        raise ImageError(found)
+    return found
 
 
 def externalize(messages: list[Any]) -> tuple[list[Any], dict[str, bytes]]:
@@ -236,8 +257,7 @@ def externalize(messages: list[Any]) -> tuple[list[Any], dict[str, bytes]]:
                 parts.append(part)
                 continue
             try:
-                data = decode_data_url(url)[1]
-                info = inspect_image(data)
+                info, data = decode_image_url(url)
             except ImageError as exc:
                 parts.append({"type": REF_TYPE, "error": str(exc), "bytes": len(url)})
                 continue
@@ -283,7 +303,7 @@ def placeholder(part: Mapping[str, Any]) -> str:
         return "[image without a URL]"
     if url.startswith(DATA_URL_MARK):  # not stored yet (a live transcript): the same placeholder, from the bytes
         try:
-            return placeholder(inspect_image(decode_data_url(url)[1]).ref())
+            return placeholder(decode_image_url(url)[0].ref())
         except ImageError as exc:
             return f"[image not decodable: {exc}]"
     return f"[image {url[:80]}]"

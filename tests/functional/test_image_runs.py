@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import re
+import signal
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import orjson
 import pytest
-from nel_helpers import assert_ok, nel
+from nel_helpers import assert_ok, nel, nel_popen, wait_for_steps
 from recording_model import recording_model, url_of
 
 from workbench.engine import run_evaluation
@@ -20,7 +22,7 @@ from workbench.environments.dataset import BenchmarkDefinition
 from workbench.environments.shape_count import ImageDatasetEnvironment
 from workbench.errors import UsageError
 from workbench.images import inspect_image, png_bytes
-from workbench.mock import MockHandle
+from workbench.mock import MockHandle, mock_model
 from workbench.mock.skill import SkillProfile
 from workbench.model.config import ModelConfig
 from workbench.solvers import SimpleSolver
@@ -160,3 +162,30 @@ def test_a_row_without_its_image_is_refused_naming_the_file_and_row(tmp_path: Pa
     (tmp_path / "data.jsonl").write_text('{"question": "q", "answer": "1"}\n')
     with pytest.raises(UsageError, match=r"data.jsonl: row 1 has no field 'image'"):
         ImageDatasetEnvironment(BenchmarkDefinition.load(tmp_path / "benchmark.toml"))
+
+
+def test_a_run_killed_mid_way_leaves_every_stored_reference_with_its_image(tmp_path: Path):
+    """Each image reaches the shard's folder before the step that references it: after ``kill -9`` and
+    ``--resume``, every reference in ``steps`` has its row in ``images``."""
+    args = ["eval", "run", "-b", "shape_count", "--model-id", "nel-mock", "--repeats", "2", "--max-concurrent",
+            "4", "--no-progress", "--output-dir", str(tmp_path)]
+    with mock_model(latency_ms=40) as slow:
+        args += ["--model-url", slow.base_url]
+        proc = nel_popen(*args, cwd=tmp_path)
+        try:
+            wait_for_steps(tmp_path / "nel.duckdb", 12, proc)
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.communicate()
+        journals = list(tmp_path.glob("nel.duckdb.segments/*/shard-*/journal-*.jsonl"))  # what the kill left
+        assert journals
+        for journal in journals:
+            refs = re.findall(r'"sha256\\?":\\?"([0-9a-f]{64})', journal.read_text())
+            assert refs and all((journal.parent / "images" / sha).is_file() for sha in refs)
+        assert_ok(nel(*args, "--resume", cwd=tmp_path))
+    con = duckdb.connect(str(tmp_path / "nel.duckdb"), read_only=True)
+    assert con.execute("SELECT count(*) FROM steps").fetchone() == (120,)
+    missing = con.execute(
+        "SELECT count(*) FROM (SELECT unnest(json_extract_string(messages, '$[*].content[*].sha256')) AS h "
+        "FROM steps) WHERE h NOT IN (SELECT sha256 FROM images)").fetchone()
+    assert missing == (0,) and con.execute("SELECT count(*) FROM images").fetchone() == (60,)
