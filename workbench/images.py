@@ -23,10 +23,8 @@ import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any
 
-ImageDetail = Literal["auto", "low", "high"]
-IMAGE_DETAILS: tuple[ImageDetail, ...] = ("auto", "low", "high")
 IMAGE_PART_TYPES = frozenset({"image_url", "input_image"})
 """Content parts that carry an image to a model: chat completions' and the Responses API's."""
 REF_TYPE = "image"

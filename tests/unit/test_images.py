@@ -94,3 +94,19 @@ def test_shape_count_prepare_reproduces_its_data_byte_for_byte(tmp_path: Path, m
     monkeypatch.setattr(module, "OUT", tmp_path / "data.jsonl")
     module.main()
     assert (tmp_path / "data.jsonl").read_bytes() == (folder / "data.jsonl").read_bytes()
+
+
+def test_responses_input_renames_parts_and_the_runs_detail_wins_over_the_datas():
+    from workbench.model.content import chat_messages, responses_input
+
+    url = data_url(RED_4x2)
+    messages = (_message(url, "high"), {"role": "assistant", "content": [{"type": "text", "text": "Two."}]},
+                {"role": "user", "content": "And now?"})
+    items = responses_input(messages, None)
+    assert items[0]["content"] == [{"type": "input_text", "text": "Count."},
+                                   {"type": "input_image", "image_url": url, "detail": "high"}]
+    assert items[1]["content"] == [{"type": "output_text", "text": "Two."}]
+    assert items[2] is messages[2]  # string content passes through untouched
+    assert responses_input(messages, "low")[0]["content"][1]["detail"] == "low"
+    assert chat_messages(messages, "low")[0]["content"][1]["image_url"] == {"url": url, "detail": "low"}
+    assert chat_messages(messages, None) == list(messages)
