@@ -1,5 +1,5 @@
--- nel workbench store, schema version 4 (2 added steps.scores, 3 steps.turns, 4 steps.attempt and superseded_steps;
--- older stores are migrated when next opened for writing, and read as they are).
+-- nel workbench store, schema version 5 (2 added steps.scores, 3 steps.turns, 4 steps.attempt and superseded_steps,
+-- 5 images; older stores are migrated when next opened for writing, and read as they are).
 -- The public contract of the store: every front end (CLI, TUI, notebooks, `duckdb` itself) reads these
 -- tables and the views in views.sql. Steps are append-only; a step is one attempt at one task.
 
@@ -7,7 +7,7 @@ CREATE TABLE IF NOT EXISTS nel_meta (
     key   VARCHAR PRIMARY KEY,
     value VARCHAR NOT NULL
 );
-INSERT OR IGNORE INTO nel_meta VALUES ('schema_version', '4');
+INSERT OR IGNORE INTO nel_meta VALUES ('schema_version', '5');
 
 -- One row per evaluation run. `identity` holds everything that changes answers (model, endpoint,
 -- protocol, sampling parameters, system prompt, benchmark and data hash, repeats, problem range);
@@ -125,3 +125,15 @@ CREATE TABLE IF NOT EXISTS steps (
 -- Earlier attempts replaced by a retry (`nel eval run --resume --retry-errors`): the same columns as steps, and
 -- when the retry replaced them. `steps` keeps one row per (run_id, task_idx, repeat): the latest attempt.
 CREATE TABLE IF NOT EXISTS superseded_steps AS SELECT *, CAST(NULL AS TIMESTAMP) AS superseded_at FROM steps LIMIT 0;
+
+-- Every image a prompt carried, once, by the SHA-256 of its bytes. Stored transcripts (steps.messages) hold a
+-- reference in its place, {"type": "image", "sha256", "mime", "bytes", "width", "height"}, never the base64:
+-- a benchmark's image sent with 10 repeats, or in 10 runs, is one row here.
+CREATE TABLE IF NOT EXISTS images (
+    sha256  VARCHAR PRIMARY KEY,
+    mime    VARCHAR NOT NULL,        -- image/png, image/jpeg, image/gif, image/webp
+    n_bytes BIGINT NOT NULL,
+    width   INTEGER NOT NULL,
+    height  INTEGER NOT NULL,
+    data    BLOB NOT NULL
+);

@@ -8,7 +8,8 @@
 -- Attempts that reached no verdict: the exchange failed (no answer came back) or the scorer raised; the other
 -- categories are answers that failed (empty, refusal, no final answer). workbench.model.failures.ERROR_CATEGORIES.
 CREATE OR REPLACE MACRO is_error_category(category) AS
-    category IN ('rate_limit', 'timeout', 'server_error', 'context_window', 'model_error', 'scorer_error');
+    category IN ('rate_limit', 'timeout', 'server_error', 'context_window', 'model_error', 'scorer_error',
+                 'image_error');
 
 -- The 97.5 % quantile of Student's t with `df` degrees of freedom (two-sided 95 % intervals):
 -- exact values up to df = 7, then the Cornish-Fisher expansion in 1/df to the 4th order, its

@@ -59,9 +59,11 @@ FailureCategory = Literal[
     "judge_error",
     "max_turns_exhausted",
     "scorer_error",
+    "image_error",
 ]
 """Why an attempt produced no usable answer (``workbench.model.failures`` classifies; the first five are the
-exchange failing, ``scorer_error`` the scorer raising)."""
+exchange failing, ``scorer_error`` the scorer raising, ``image_error`` a prompt's image that could not be sent:
+it does not decode, or the protocol carries no images)."""
 
 
 class Step(TypedDict):

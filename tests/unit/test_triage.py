@@ -218,7 +218,7 @@ class TestTranscript:
             ("system", "system"), ("user", "user"), ("assistant", "assistant"), ("tool", "assistant tool calls"),
             ("tool", "tool (call c1)"), ("reasoning", "reasoning"), ("assistant", "assistant reply (finish: stop)"),
             ("error", "error (HTTP 500, 0 retries)"), ("scoring", "scoring")]
-        assert blocks[1].text.startswith("part one\n{") and '"calc"' in blocks[3].text
+        assert blocks[1].text == "part one\n[image without a URL]" and '"calc"' in blocks[3].text
         assert "extracted: '4'" in blocks[-1].text and '"normalized_extracted": "4"' in blocks[-1].text
 
     def test_an_agents_tool_results_say_which_tool_ran_on_which_turn_and_how_it_ended(self) -> None:

@@ -161,11 +161,6 @@ class DatasetEnvironment(EvalEnvironment):
     def __len__(self) -> int:
         return len(self.rows)
 
-    @property
-    def rows(self) -> list[dict[str, Any]]:
-        """The frozen rows, in order (what a subclass's ``seed``/``verify`` read by ``idx``)."""
-        return self._rows
-
     def _target(self, row: dict[str, Any]) -> str:
         target = str(row[self.definition.target_field])
         marker = self.definition.target_after

@@ -35,6 +35,16 @@ BUILTIN_SCHEMES: dict[str, str] = {
 """Schemes shipped with nel: scheme → ``module:attribute`` (a ``Scheme``), imported on first use."""
 
 
+UNSUPPORTED_SCHEMES: dict[str, str] = {
+    "vlmevalkit": "VLMEvalKit (the vlmeval package) is not installable from this project's package index; run a "
+                  "visual benchmark as a BYOB benchmark with image content parts, or a built-in one (shape_count)",
+    "skills": "NeMo Skills (the nemo_skills package) is not installable from this project's package index; use its "
+              "benchmarks' data through a BYOB benchmark (hf:// datasets) or an lm-eval:// task",
+}
+"""Schemes users ask for that nel knows of but cannot serve here (unless a package registers them): why, and what
+to use instead."""
+
+
 def _no_check(uri: str) -> None:
     return None
 
@@ -107,7 +117,10 @@ def unknown_scheme(uri: str) -> UsageError:
 
 def check_uri(uri: str) -> None:
     """Validate a benchmark URI: its scheme is served and its grammar is right (nothing is contacted)."""
-    scheme = find_scheme(scheme_of(uri) or "")
+    name = scheme_of(uri) or ""
+    scheme = find_scheme(name)
+    if scheme is None and name in UNSUPPORTED_SCHEMES:
+        raise UsageError(f"{uri}: {name}:// is not supported: {UNSUPPORTED_SCHEMES[name]}")
     if scheme is None:
         raise unknown_scheme(uri)
     scheme.check(uri)

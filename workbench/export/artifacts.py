@@ -45,8 +45,10 @@ from workbench.store.queries.exported import (  # the bundle's format, read back
     RESULTS,
     TRAJECTORIES,
 )
+from workbench.store.queries.run_images import run_images
 
 RUNTIME_STATS = "runtime_stats.json"
+IMAGES = "images"
 FAILURE_ANALYSIS = "failure_analysis.json"
 EXEMPLARS_PER_CATEGORY = 3
 EXEMPLAR_CHARS = 300
@@ -93,13 +95,27 @@ def export_run(store_path: str | Path | Store, run_id: str, out_dir: str | Path)
         except OSError as exc:
             raise path_error(out, exc, "make the artifacts' directory") from None
         n_steps = write_step_files(store, run_id, out / RESULTS, out / TRAJECTORIES)
+        pictures = write_images(store, run_id, out / IMAGES)
     stats = write_json(out / RUNTIME_STATS, bundle["runtime_stats"])
     failures = write_json(out / FAILURE_ANALYSIS, bundle["failure_analysis"])
     path = write_json(out / bundle_file_name(run_id), bundle)
     return ExportResult(
-        out_dir=out, bundle=path, paths=(out / RESULTS, out / TRAJECTORIES, stats, failures, path),
+        out_dir=out, bundle=path, paths=(out / RESULTS, out / TRAJECTORIES, stats, failures, path, *pictures),
         n_results=n_steps, n_trajectories=n_steps,
     )
+
+
+def write_images(store: Store, run_id: str, folder: Path) -> list[Path]:
+    """Each image the run's prompts carried, as ``images/<sha256>.<ext>``: the trajectories reference them by hash."""
+    paths = []
+    for sha256, mime, data in run_images(store, run_id):
+        folder.mkdir(exist_ok=True)
+        path = folder / f"{sha256}.{mime.split('/', 1)[-1].replace('jpeg', 'jpg')}"
+        if not path.exists():
+            with atomic_open(path) as f:
+                f.write(data)
+        paths.append(path)
+    return paths
 
 
 def export_is_current(out_dir: str | Path, run_id: str, *, n_steps: int, status: str) -> bool:

@@ -21,6 +21,7 @@ from workbench.datasources import DataNotPresent
 from workbench.environments import VerifyResult, benchmark_names, get_environment
 from workbench.environments.registry import describe_benchmark
 from workbench.errors import NelError
+from workbench.mock.images import seed_key
 
 PREFIX_CHARS = 32
 """Length of the question prefix the fallback search keys on (shorter questions use their length)."""
@@ -101,7 +102,7 @@ def load_tasks(benchmarks: Sequence[str] | None = None) -> list[Task]:
                     benchmark=env.name,
                     key=f"{env.name}:{seed.task_id}",
                     index=i,
-                    prompt=seed.prompt,
+                    prompt=seed_key(seed.prompt, seed.messages),  # a picture's task: its text and image hash
                     question=entry.question,
                     answer=entry.answer,
                     solution=entry.solution,

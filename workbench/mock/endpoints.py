@@ -17,6 +17,7 @@ import orjson
 from workbench.mock.agent import AGENT_SCORERS, AgentReply, agent_turn, generic_tool_turn, offered_tools
 from workbench.mock.answers import AnswerIndex, Task
 from workbench.mock.config import MockConfig
+from workbench.mock.images import image_key
 from workbench.mock.judge import is_judge_prompt, judge_reply
 from workbench.mock.responder import CHARS_PER_TOKEN, Completion, Responder, apply_limits, count_tokens
 
@@ -204,7 +205,7 @@ class Api:
             text = _text_of(message.get("content"), f"messages[{i}].content", ("text",))
             parts.append(text)
             if message.get("role") == "user":
-                primary = text
+                primary = image_key(text, message.get("content"))
         agent = self._agent_reply(body, primary, messages, seed, attempt)
         if agent is not None:
             return self._tool_turn(model, agent, parts)
@@ -304,7 +305,7 @@ class Api:
                 text = _text_of(content, f"input[{i}].content", ("input_text", "output_text", "text"))
                 parts.append(text)
                 if item.get("role") == "user":
-                    primary = text
+                    primary = image_key(text, content)
         else:
             raise _invalid("input", "a string or an array of input items")
         completion, input_tokens = self._complete(primary, parts, "input", seed, attempt)

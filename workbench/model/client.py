@@ -29,6 +29,7 @@ import httpx
 import orjson
 
 from workbench.model.config import ModelConfig, redact_url
+from workbench.model.content import chat_messages, responses_input
 from workbench.model.failures import FailureCategory, classify_http_error
 from workbench.model.transport import FastTransport
 from workbench.secrets import redact_text
@@ -112,14 +113,14 @@ def build_body(config: ModelConfig, messages: tuple[Message, ...], prompt: str, 
     body: dict[str, Any] = {"model": config.model_id}
     system = config.system_prompt
     if config.protocol == "chat_completions":
-        msgs = list(messages)
+        msgs = chat_messages(messages, config.image_detail)
         if system:
             msgs.insert(0, {"role": "system", "content": system})
         body["messages"] = msgs
     elif config.protocol == "completions":
         body["prompt"] = f"{system}\n\n{prompt}" if system else prompt
     else:
-        body["input"] = list(messages)
+        body["input"] = responses_input(messages, config.image_detail)
         if system:
             body["instructions"] = system
     if config.temperature is not None:

@@ -42,6 +42,8 @@ class ModelConfig:
     presence_penalty: float | None = None
     extra_body: Mapping[str, Any] | None = None
     """JSON merged into every request body (a server's own parameters, e.g. vLLM's ``top_k``)."""
+    image_detail: str | None = None
+    """``auto``, ``low`` or ``high``: the detail every image of a prompt is sent at (``None``: as the data says)."""
     request_timeout: float = 120.0
     max_retries: int = 5
     backoff_base: float = 0.5
@@ -66,6 +68,8 @@ class ModelConfig:
                 raise UsageError(f"{name}: {value} is outside [-2, 2]")
             if value is not None and self.protocol == "responses":
                 raise UsageError(f"{name}: the responses protocol has no {name}; drop it or change the protocol")
+        if self.image_detail is not None and self.image_detail not in ("auto", "low", "high"):
+            raise UsageError(f"image_detail: expected auto, low or high, got {self.image_detail!r}")
         if self.max_tokens is not None and self.max_tokens < 1:
             raise UsageError(f"--max-tokens: must be at least 1, got {self.max_tokens}")
         if self.max_retries < 0:
@@ -95,6 +99,7 @@ class ModelConfig:
             "presence_penalty": self.presence_penalty,
             # Only when set: a run without it keeps the identity (and so the resume key) it always had.
             **({"extra_body": dict(self.extra_body)} if self.extra_body else {}),
+            **({"image_detail": self.image_detail} if self.image_detail else {}),
         }
 
 

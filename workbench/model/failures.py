@@ -14,8 +14,9 @@ from typing import get_args
 from workbench.types import FailureCategory
 
 FAILURE_CATEGORIES: tuple[FailureCategory, ...] = get_args(FailureCategory)
-NO_ANSWER_CATEGORIES: frozenset[FailureCategory] = frozenset(FAILURE_CATEGORIES[:5])
-"""The exchange failed: no answer came back (so there is nothing to score again)."""
+NO_ANSWER_CATEGORIES: frozenset[FailureCategory] = frozenset((*FAILURE_CATEGORIES[:5], "image_error"))
+"""The exchange failed, or never happened (a prompt's image did not decode): no answer came back (so there is
+nothing to score again)."""
 ERROR_CATEGORIES: frozenset[FailureCategory] = NO_ANSWER_CATEGORIES | {"scorer_error"}
 """Attempts that reached no verdict: the exchange failed (the model gave no answer), or the scorer raised on
 the answer. The rest are answers that failed. ``store/views.sql`` has the same list in its

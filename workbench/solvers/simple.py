@@ -11,7 +11,8 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from workbench.errors import RunFailed
-from workbench.model.client import ModelClient, prepare, probe
+from workbench.images import check_images, has_images
+from workbench.model.client import ModelClient, ModelResponse, prepare, probe
 from workbench.model.config import ModelConfig, redact_url
 from workbench.solvers.base import AttemptContext, SolverOutput
 from workbench.types import Message, SeedResult
@@ -24,6 +25,9 @@ class SimpleWorker:
 
     async def solve(self, seed: SeedResult, attempt: int, context: AttemptContext | None = None) -> SolverOutput:
         config = self._config
+        refused = unsendable_images(config, seed)
+        if refused is not None:
+            return refused
         request = prepare(config, seed.messages, seed.prompt, attempt)
         result = await self._client.generate(request, attempt)
         messages: list[Message] = []
@@ -41,6 +45,21 @@ class SimpleWorker:
             request_hash=request.request_hash,
             request_seed=None if config.seed is None else config.seed + attempt,
         )
+
+
+def unsendable_images(config: ModelConfig, seed: SeedResult) -> SolverOutput | None:
+    """An ``image_error`` attempt, recorded without calling the model, when the prompt's images cannot be sent: one
+    does not decode (bad base64, not an image, cut short), or the protocol carries no images. ``None`` otherwise
+    (a prompt without images costs one look at each message's content)."""
+    if not has_images(seed.messages):
+        return None
+    problem = ("the completions protocol cannot carry images; use --protocol chat_completions or responses"
+               if config.protocol == "completions" else check_images(seed.messages))
+    if problem is None:
+        return None
+    messages: list[Message] = [{"role": "system", "content": config.system_prompt}] if config.system_prompt else []
+    return SolverOutput(response="", messages=[*messages, *seed.messages],
+                        model=ModelResponse(failure="image_error", error=problem))
 
 
 class SimpleSolver:

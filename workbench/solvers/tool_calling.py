@@ -27,7 +27,7 @@ from workbench.model.client import ModelClient, ModelResponse, PreparedRequest, 
 from workbench.model.config import ModelConfig
 from workbench.model.failures import FailureCategory
 from workbench.solvers.base import AttemptContext, SolverOutput
-from workbench.solvers.simple import SimpleSolver
+from workbench.solvers.simple import SimpleSolver, unsendable_images
 from workbench.solvers.tools import ToolBox, ToolOutcome, truncate_middle
 from workbench.types import Message, SeedResult
 
@@ -79,6 +79,9 @@ class ToolCallingWorker:
             raise UsageError("the tool_calling solver needs tools: this benchmark's attempts offer none "
                              "(set sandbox_tools: true with a sandbox, or a resource_service)")
         config, settings = self._config, self._settings
+        refused = unsendable_images(config, seed)
+        if refused is not None:
+            return refused
         messages: list[Message] = []
         if config.system_prompt:
             messages.append({"role": "system", "content": config.system_prompt})

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ValidationError
 from workbench.errors import UsageError
 from workbench.spec.errors import first_problem
 from workbench.spec.fields import Flag
-from workbench.spec.models import MAIN, ApiService, Benchmark, Generation, Output, RunSpec, SpecProblem
+from workbench.spec.models import MAIN, ApiService, Benchmark, Generation, Output, RunSpec, SimpleSolver, SpecProblem
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +93,7 @@ def spec_flags() -> list[FlagField]:
     """Every flag of the one-benchmark spec, in the order `nel eval run --help` lists them."""
     return [
         *_flags_of(Benchmark, ("benchmarks", 0)),
+        *_flags_of(SimpleSolver, ("benchmarks", 0, "solver")),
         *_flags_of(RunSpec, ()),
         *_flags_of(ApiService, ("services", MAIN)),
         *_flags_of(Generation, ("services", MAIN, "generation")),

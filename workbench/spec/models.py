@@ -244,12 +244,16 @@ class Scoring(Strict):
 
 
 # ---- solvers and sandboxes ------------------------------------------------------------------------------------
+ImageDetailField = Annotated[Literal["auto", "low", "high"] | None,
+                             Flag("--image-detail", "the detail a prompt's images are sent at (default: the data's, "
+                                  "else the server's)")]
 class SimpleSolver(Strict):
     """One model call per attempt."""
 
     type: Literal["simple"] = "simple"
     service: NonEmpty | None = None
     system_prompt: NonEmpty | None = None
+    image_detail: ImageDetailField = None
 
 
 class ToolSolver(Strict):
@@ -259,6 +263,7 @@ class ToolSolver(Strict):
     type: Literal["tool_calling"]
     service: NonEmpty | None = None
     system_prompt: NonEmpty | None = None
+    image_detail: ImageDetailField = None
     max_turns: Positive = 10
     sandbox_tools: bool = True
     resource_service: NonEmpty | None = None

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 
 def _service_model(spec: RunSpec, name: str, system_prompt: str | None, timeout: float,
-                   located: Located | None) -> ModelConfig:
+                   located: Located | None, image_detail: str | None = None) -> ModelConfig:
     service = spec.services[name]
     assert isinstance(service, ApiService)
     try:
@@ -26,6 +26,7 @@ def _service_model(spec: RunSpec, name: str, system_prompt: str | None, timeout:
             system_prompt=system_prompt,
             request_timeout=timeout,
             max_retries=service.max_retries,
+            image_detail=image_detail,
             **dict(service.generation),  # the generation section's names are ModelConfig's
         )
     except UsageError as exc:
@@ -35,7 +36,8 @@ def _service_model(spec: RunSpec, name: str, system_prompt: str | None, timeout:
 
 def model_config(spec: RunSpec, bench: Benchmark, located: Located | None = None) -> ModelConfig:
     """The ``ModelConfig`` one benchmark of the suite is evaluated with."""
-    return _service_model(spec, bench.service, bench.effective_system_prompt, bench.timeout, located)
+    return _service_model(spec, bench.service, bench.effective_system_prompt, bench.timeout, located,
+                          bench.solver.image_detail)
 
 
 def metric_specs(spec: RunSpec, bench: Benchmark, located: Located | None = None) -> list[MetricSpec] | None:

@@ -23,7 +23,7 @@ from workbench.resources import sql_path
 from workbench.store.duckdb_api import STORAGE_COMPATIBILITY
 from workbench.store.live import pid_alive
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 _LOCK_WAIT_S = 60.0
 # DuckDB caches up to 80 % of RAM by default; the workbench runs beside the model
 # client and the TUI, so each connection gets a small budget and spills past it.
@@ -230,6 +230,7 @@ def _migrate(con: duckdb.DuckDBPyConnection) -> None:
             "WHERE database_name = current_database() AND table_name = 'superseded_steps') ORDER BY column_index"
         ).fetchall():
             con.execute(f"ALTER TABLE superseded_steps ADD COLUMN {name} {kind}")
+    # version 5 only adds the images table, which schema.sql has just created
     if version < SCHEMA_VERSION:
         con.execute("UPDATE nel_meta SET value = ? WHERE key = 'schema_version'", [str(SCHEMA_VERSION)])
 

@@ -22,6 +22,7 @@ import duckdb
 from workbench.errors import RunFailed, UsageError
 from workbench.store.columns import RUN_COLUMNS, SHARD_COLUMNS, STEP_COLUMNS, journal_read_sql, sql_string
 from workbench.store.database import MERGE_MEMORY_LIMIT, connect_rw
+from workbench.store.images import insert_images
 from workbench.store.live import FINAL_SHARD_STATUSES, LiveShard, LiveState, run_row, scan
 
 
@@ -297,6 +298,7 @@ def _ingest_locked(
     con.execute("BEGIN TRANSACTION")
     try:
         _insert_rows(con, "run_shards", SHARD_COLUMNS, [s.shard_row() for s in state.shards])
+        insert_images(con, [s.dir.path for s in state.shards])  # before the shards' files go, below
         task_files = state.task_files()
         if task_files:
             tasks = live_tasks_sql(task_files)

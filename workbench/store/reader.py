@@ -136,6 +136,7 @@ class Store:
             con.execute("USE memory")
         self._db_steps(con)
         self._superseded(con)
+        self._images(con)
         if live.empty:
             for table in ("runs", "run_shards", "tasks", "run_tasks"):
                 con.execute(f"CREATE VIEW {table} AS SELECT * FROM db.{table}")
@@ -154,6 +155,16 @@ class Store:
         else:
             con.execute("CREATE VIEW superseded_steps AS SELECT *, CAST(NULL AS TIMESTAMP) AS superseded_at "
                         "FROM db_steps WHERE false")
+
+    @staticmethod
+    def _images(con: duckdb.DuckDBPyConnection) -> None:
+        """``images``: each image prompts carried, by hash (none in a store older than schema version 5)."""
+        have = con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = 'db' "
+                           "AND table_name = 'images'").fetchone()
+        con.execute("CREATE VIEW images AS SELECT * FROM db.images" if have and have[0] else
+                    "CREATE VIEW images AS SELECT CAST(NULL AS VARCHAR) AS sha256, CAST(NULL AS VARCHAR) AS mime, "
+                    "CAST(NULL AS BIGINT) AS n_bytes, CAST(NULL AS INTEGER) AS width, CAST(NULL AS INTEGER) AS height, "
+                    "CAST(NULL AS BLOB) AS data WHERE false")
 
     @staticmethod
     def _db_steps(con: duckdb.DuckDBPyConnection) -> None:

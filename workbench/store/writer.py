@@ -25,6 +25,7 @@ import orjson
 from workbench.secrets import redact_bytes, redact_text, redact_value, secret_needles
 from workbench.store.columns import JOURNAL_SENTINEL, journal_read_sql, sql_string
 from workbench.store.database import MEMORY_LIMIT, limit_memory
+from workbench.store.images import ImageSink
 from workbench.store.layout import ShardDir, shard_dir
 from workbench.store.live import read_json_object
 from workbench.types import RunStatus
@@ -79,6 +80,7 @@ class ShardWriter:
         self._in_journal = 0
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nel-roll")
         self._pending: list[Future[bool]] = []
+        self._images = ImageSink(self.dir.path)
         # Journals left by a crashed process are rolled first, so the directory stays small.
         for leftover in self.dir.journals():
             self._submit_roll(leftover)
@@ -131,6 +133,7 @@ class ShardWriter:
         """
         if self._fd is None:
             self._fd = os.open(self._journal_path(), _JOURNAL_FLAGS, 0o644)
+        row = self._images.take(row)  # each inline image to images/, once; the row keeps a reference
         blob = orjson.dumps(row)
         needles = secret_needles()
         if needles and any(n in blob for n in needles):

@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 import orjson
 
+from workbench.images import is_image, placeholder
 from workbench.store.queries.triage_attempts import Attempt, attempts
 from workbench.store.reader import Store
 
@@ -27,9 +28,9 @@ def _content_text(content: Any) -> str:
         return ""
     if isinstance(content, str):
         return content
-    if isinstance(content, list):  # content parts: text parts as text, anything else as JSON
-        return "\n".join(p["text"] if isinstance(p, dict) and isinstance(p.get("text"), str) else _pretty(p)
-                         for p in content)
+    if isinstance(content, list):  # content parts: text as text, an image as its placeholder, the rest as JSON
+        return "\n".join(p["text"] if isinstance(p, dict) and isinstance(p.get("text"), str)
+                         else placeholder(p) if is_image(p) else _pretty(p) for p in content)
     return _pretty(content)
 
 
