@@ -162,7 +162,7 @@ def all_tasks() -> list[Task]:
 
 
 def _present_builtins() -> list[str]:
-    """Built-ins whose data ships with nel (hub-backed ones are covered on their fixtures, tests/unit/test_catalogue_*)."""
+    """Built-ins whose data ships with nel (hub-backed ones: on their fixtures, tests/unit/test_catalogue_*)."""
     return [b for b in benchmark_names()
             if describe_benchmark(b)["present"] != "not present" and not get_environment(b).requires_sandbox]
 

@@ -8,8 +8,6 @@ so it is part of the task's identity (``task_id``) and of the data hash, like th
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from workbench.environments.base import SeedResult
 from workbench.environments.dataset import BenchmarkDefinition, DatasetEnvironment
 from workbench.errors import UsageError
@@ -24,7 +22,7 @@ class ImageDatasetEnvironment(DatasetEnvironment):
 
     def __init__(self, definition: BenchmarkDefinition) -> None:
         super().__init__(definition)
-        _check_rows(self, definition.dataset)
+        _check_rows(self, str(definition.dataset or f"benchmark {definition.name!r}"))
 
     def seed(self, idx: int) -> SeedResult:
         seed = super().seed(idx)
@@ -40,13 +38,13 @@ class ImageDatasetEnvironment(DatasetEnvironment):
         return {**super().describe(), "modality": "image"}
 
 
-def _check_rows(env: DatasetEnvironment, path: Path) -> None:
+def _check_rows(env: DatasetEnvironment, where: str) -> None:
     """A row without an image is a data error naming the file and row; an image that does not decode is the
     attempt's ``image_error`` (recorded, the run goes on), so it is not refused here."""
     for i, row in enumerate(env.rows, start=1):
         value = row.get(IMAGE_FIELD)
         if not isinstance(value, str):
-            raise UsageError(f"{path}: row {i} has no field {IMAGE_FIELD!r} (a base64 image)")
+            raise UsageError(f"{where}: row {i} has no field {IMAGE_FIELD!r} (a base64 image)")
 
 
 class ShapeCountEnvironment(ImageDatasetEnvironment):
