@@ -39,3 +39,26 @@ def _base_env() -> dict[str, str]:
     import os
 
     return {k: v for k, v in os.environ.items() if k != "NEL_NO_QUICK_EXIT"}
+
+
+
+def test_only_non_daemon_threads_are_waited_for() -> None:
+    """A library's daemon thread (tqdm's monitor after `nel benchmarks pull`) is abandoned at exit anyway; waiting
+    on it meant the interpreter's teardown, in which native code aborted the finished command (exit -6)."""
+    import threading
+
+    from workbench.cli import _threads_to_wait_for
+
+    stop = threading.Event()
+    daemon = threading.Thread(target=stop.wait, name="a-daemon", daemon=True)
+    worker = threading.Thread(target=stop.wait, name="a-worker", daemon=False)
+    daemon.start()
+    try:
+        assert "a-daemon" not in _threads_to_wait_for()
+        worker.start()
+        assert "a-worker" in _threads_to_wait_for()
+    finally:
+        stop.set()
+        if worker.ident is not None:
+            worker.join(5)
+        daemon.join(5)

@@ -421,14 +421,22 @@ def entry() -> None:
     _quick_exit(main())
 
 
+def _threads_to_wait_for() -> list[str]:
+    """The threads an ordinary exit would join: every live non-daemon thread but this one."""
+    import threading
+
+    return [t.name for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
+
+
 def _quick_exit(code: int) -> None:
     """Exit without the interpreter's teardown, which frees every module one by one (60 ms after a run: a tenth of
     a small run's whole time) though the process is about to end anyway. Only once nothing is left to run: the
     atexit handlers (logging's flush, multiprocessing's, coverage's) run first and the standard streams are
-    flushed; with another thread alive, or ``NEL_NO_QUICK_EXIT`` set, the usual exit."""
-    import threading
-
-    if threading.active_count() > 1 or os.environ.get("NEL_NO_QUICK_EXIT"):
+    flushed; with another non-daemon thread alive (the interpreter would wait for it), or ``NEL_NO_QUICK_EXIT``
+    set, the usual exit. Daemon threads (tqdm's monitor, a download's workers) are abandoned at exit either way; the
+    interpreter's teardown around them is what aborted `nel benchmarks pull` ("terminate called without an active
+    exception", exit -6) after it had finished."""
+    if _threads_to_wait_for() or os.environ.get("NEL_NO_QUICK_EXIT"):
         sys.exit(code)
     import atexit
 
