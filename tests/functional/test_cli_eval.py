@@ -239,7 +239,7 @@ class TestUsageErrors:
         args = eval_args(mock.base_url, problems=1, repeats=1, output_dir=tmp_path / "o")
         args[args.index("gsm8k")] = "nosuch"
         line = assert_one_line_error(nel(*args, cwd=tmp_path), 2)
-        assert "'nosuch'" in line and "known benchmarks:" in line and "gsm8k" in line
+        assert "'nosuch'" in line and "known benchmarks:" in line and "gsm8k" in line and "lm-eval://" in line
 
     def test_unreachable_model_exits_1_quickly_with_a_clear_message(self, tmp_path):
         url = f"http://127.0.0.1:{_closed_port()}/v1"

@@ -45,4 +45,4 @@ def test_vlmevalkit_and_skills_are_refused_with_why_and_what_to_use(uri: str, in
     with pytest.raises(UsageError) as caught:
         resolve_benchmark(uri)
     message = str(caught.value)
-    assert "\n" not in message and "not installable" in message and instead in message and uri in message
+    assert "\n" not in message and "does not integrate" in message and instead in message and uri in message

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from workbench.environments.base import EvalEnvironment
-from workbench.environments.schemes import build_from_uri, check_uri, scheme_of
+from workbench.environments.schemes import build_from_uri, check_uri, known_schemes, scheme_of
 from workbench.errors import UsageError
 from workbench.resources import benchmarks_dir
 
@@ -42,7 +42,9 @@ BUILTIN_CLASSES: dict[str, str] = {
 
 class UnknownBenchmark(UsageError):
     def __init__(self, name: str, known: list[str]) -> None:
-        super().__init__(f"unknown benchmark {name!r}; known benchmarks: {', '.join(known)}")
+        schemes = ", ".join(f"{s}://" for s in known_schemes())
+        super().__init__(f"unknown benchmark {name!r}; known benchmarks: {', '.join(known)}; or a URL ({schemes}) "
+                         "or a BYOB .py file")
 
 
 def register(name: str, with_dataset: DatasetFactory | None = None) -> Callable[[F], F]:

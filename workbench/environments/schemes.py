@@ -36,10 +36,11 @@ BUILTIN_SCHEMES: dict[str, str] = {
 
 
 UNSUPPORTED_SCHEMES: dict[str, str] = {
-    "vlmevalkit": "VLMEvalKit (the vlmeval package) is not installable from this project's package index; run a "
-                  "visual benchmark as a BYOB benchmark with image content parts, or a built-in one (shape_count)",
-    "skills": "NeMo Skills (the nemo_skills package) is not installable from this project's package index; use its "
-              "benchmarks' data through a BYOB benchmark (hf:// datasets) or an lm-eval:// task",
+    "vlmevalkit": "nel does not integrate VLMEvalKit (it has no release that installs cleanly as a dependency); "
+                  "run a visual benchmark as a benchmark.toml whose environment sends image content parts "
+                  "(docs/images.md; the built-in shape_count is one)",
+    "skills": "nel does not integrate NeMo Skills (it has no release that installs cleanly as a dependency); run "
+              "its benchmarks' data through hf:// (a BYOB dataset= or a benchmark's dataset:) or an lm-eval:// task",
 }
 """Schemes users ask for that nel knows of but cannot serve here (unless a package registers them): why, and what
 to use instead."""
