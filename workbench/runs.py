@@ -307,12 +307,12 @@ def read_summary(store: Path, run_id: str, shard: Shard | None = None) -> RunSum
 
 
 def _summary_of(s: Store, store: Path, run_id: str, shard: Shard | None) -> RunSummary:
-    runs = s.rows("SELECT n_tasks, n_repeats FROM runs WHERE run_id = ?", [run_id])
+    runs = s.rows("SELECT n_tasks, n_repeats, benchmark FROM runs WHERE run_id = ?", [run_id])
     if not runs:
         raise UsageError(f"{store}: no run {run_id!r}")
     n_tasks, n_repeats = int(runs[0][0]), int(runs[0][1])
     if shard is None or not shard.sharded:
-        return run_summary(s, {"run_id": run_id, "n_tasks": n_tasks, "n_repeats": n_repeats})
+        return run_summary(s, {"run_id": run_id, "n_tasks": n_tasks, "n_repeats": n_repeats, "benchmark": runs[0][2]})
     bounds = s.rows(
         "SELECT problem_start, problem_end FROM run_shards WHERE run_id = ? AND shard_idx = ?", [run_id, shard.idx]
     )

@@ -111,6 +111,22 @@ class Step(TypedDict):
     attempt: int
 
 
+@dataclass(frozen=True, slots=True)
+class BenchmarkFigures:
+    """A run's figures as a benchmark's authors report them, where they are not a mean of one per-step reward
+    (SimpleQA's F1, IFEval's instruction-level accuracy): ``EvalEnvironment.benchmark_figures``, in the
+    end-of-run summary, ``summary.json``, the export's bundle and ``nel eval stats``."""
+
+    source: str
+    """Whose figures these are, and so whose names they carry: ``"OpenAI simple-evals"``, ``"lm-eval"``."""
+    values: dict[str, float]
+    """The figures by their authors' names, in their authors' order."""
+    n_steps: int
+    """How many attempts they are computed over."""
+    over: str
+    """Which attempts those are, in words ("graded attempts, every repeat pooled")."""
+
+
 class Interval(NamedTuple):
     """A confidence interval ``[low, high]``. A tuple, so ``low, high = ...`` and ``== (lo, hi)`` keep working."""
 

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 from workbench.model.failures import ERROR_CATEGORIES
 from workbench.stats import Estimate, pass_at_k_estimates, percentiles
+from workbench.types import BenchmarkFigures
 
 SUMMARY_COLUMNS = (
     "task_idx", "passed", "failure_category", "error", "latency_ms",
@@ -43,6 +44,8 @@ class RunSummary:
     tokens: dict[str, int]
     latency_ms: dict[int, float]
     extra: dict[str, Any] = field(default_factory=dict)
+    benchmark_figures: BenchmarkFigures | None = None
+    """The figures the benchmark's authors report beyond pass@k (``EvalEnvironment.benchmark_figures``), if any."""
 
     @property
     def complete(self) -> bool:
@@ -61,6 +64,7 @@ def summarize(
     tokens: Mapping[str, int],
     extra: Mapping[str, Any] | None = None,
     errors: np.ndarray | None = None,
+    benchmark_figures: BenchmarkFigures | None = None,
 ) -> RunSummary:
     """Summarise one run (or shard) from per-task attempt and pass counts (one entry per
     attempted task), every step's latency, failure counts and token totals.
@@ -68,6 +72,7 @@ def summarize(
     ``errors`` (per task, aligned with ``attempts``: attempts that were errors, ``ERROR_CATEGORIES``)
     adds the ``errored`` bucket of ``task_stats`` and ``nel eval stats``: a task whose every attempt was
     an error is ``errored``, not ``never``. Without it the buckets cannot tell the two apart.
+    ``benchmark_figures`` (``workbench.analysis.figures.run_figures``) is carried as given.
     """
     n = np.asarray(attempts, dtype=np.int64)
     c = np.asarray(passes, dtype=np.int64)
@@ -99,6 +104,7 @@ def summarize(
         tokens={name: int(tokens.get(name) or 0) for name in ("prompt_tokens", "completion_tokens", "total_tokens")},
         latency_ms=percentiles(np.asarray(latency_ms, dtype=np.float64), (50, 90, 99)),
         extra=dict(extra or {}),
+        benchmark_figures=benchmark_figures,
     )
 
 

@@ -13,11 +13,13 @@ from pathlib import Path
 
 import polars as pl
 
+from workbench.analysis.figures import run_figures
 from workbench.errors import UsageError
 from workbench.model.failures import ERROR_CATEGORIES
 from workbench.store import Store, open_store, resolve_store_path, segments_root
 from workbench.store.queries.exported import RESULTS, TRAJECTORIES, bundle_path, read_bundle
 from workbench.store.queries.run_frames import StepFrames, read_exported_run, read_store_run
+from workbench.types import BenchmarkFigures
 
 ATTEMPT_COLUMNS = (
     "task_id", "task_idx", "repeat", "reward", "passed", "error", "failure_category", "latency_ms",
@@ -51,6 +53,9 @@ class RunData:
     attempts: pl.DataFrame
     tasks: pl.DataFrame
     source: str
+    benchmark_figures: BenchmarkFigures | None = None
+    """The figures the benchmark's authors report (``EvalEnvironment.benchmark_figures``): from an export, its
+    bundle's; from the store, when asked for (``load_run(figures=True)``)."""
 
     @property
     def metadata_columns(self) -> tuple[str, ...]:
@@ -58,10 +63,12 @@ class RunData:
         return tuple(c for c in self.tasks.columns if c not in _RESERVED)
 
 
-def load_run(source: str, *, store: Path | None = None, metric: str | None = None) -> RunData:
+def load_run(source: str, *, store: Path | None = None, metric: str | None = None, figures: bool = False) -> RunData:
     """Load ``source``: a directory holding one exported ``eval-*.json`` (or that file), else a run id in ``store``.
 
     ``metric`` picks the metric whose values fill ``reward``/``passed`` (default: the run's primary metric).
+    ``figures``: from the store, compute the benchmark's own figures too (``run_figures``: one more pass over the
+    steps, for a benchmark that declares figures); an export's come with its bundle.
 
     Raises:
         UsageError: an unknown run or metric, a directory without (or with several) bundles, no store.
@@ -81,11 +88,11 @@ def load_run(source: str, *, store: Path | None = None, metric: str | None = Non
     if path.is_dir() and source not in open_store(store_file).runs()["run_id"].to_list():
         raise UsageError(f"{source}: {where} (write one with `nel eval export RUN -o {source}`), and no run by "
                          f"that name in {store_file}")
-    return _load_store(open_store(store_file), source, metric)
+    return _load_store(open_store(store_file), source, metric, figures)
 
 
 # ---- from the store --------------------------------------------------------------------------------
-def _load_store(store: Store, run_id: str, metric: str | None) -> RunData:
+def _load_store(store: Store, run_id: str, metric: str | None, figures: bool = False) -> RunData:
     def choose(primary: str, metrics: list[str]) -> str:
         return _choose_metric(metric, primary, metrics, f"run {run_id}")
 
@@ -93,7 +100,8 @@ def _load_store(store: Store, run_id: str, metric: str | None) -> RunData:
     attempts, tasks = _merge(read.frames)
     return RunData(run_id=run_id, benchmark=read.benchmark, model_id=read.model_id, metric=read.metric,
                    metrics=_metric_list(read.primary, read.metrics), n_repeats=read.n_repeats, attempts=attempts,
-                   tasks=tasks, source=f"store:{store.path}#{run_id}")
+                   tasks=tasks, source=f"store:{store.path}#{run_id}",
+                   benchmark_figures=run_figures(store, run_id, read.benchmark) if figures else None)
 
 
 # ---- from an exported directory --------------------------------------------------------------------
@@ -117,7 +125,16 @@ def _load_export(bundle_file: Path, metric: str | None) -> RunData:
     attempts, tasks = _merge(frames)
     return RunData(run_id=run_id, benchmark=str(bundle.get("benchmark") or ""), model_id=bundle.get("model_id"),
                    metric=chosen, metrics=_metric_list(primary, metrics), n_repeats=int(bundle.get("n_repeats") or 0),
-                   attempts=attempts, tasks=tasks, source=str(folder))
+                   attempts=attempts, tasks=tasks, source=str(folder),
+                   benchmark_figures=_figures(bundle.get("benchmark_figures")))
+
+
+def _figures(value: object) -> BenchmarkFigures | None:
+    """A bundle's ``benchmark_figures`` read back (absent from a bundle written before there were any)."""
+    if not isinstance(value, dict):
+        return None
+    return BenchmarkFigures(source=str(value["source"]), values={str(k): float(v) for k, v in value["values"].items()},
+                            n_steps=int(value["n_steps"]), over=str(value["over"]))
 
 
 # ---- shared ----------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from workbench.analysis.run_summary import RunSummary
+from workbench.types import BenchmarkFigures
 
 
 def _pct(part: int, whole: int) -> str:
@@ -21,6 +22,8 @@ def render_summary(summary: RunSummary, *, store: Path, title: str) -> str:
         )
         if est.note:
             lines.append(f"           {est.note}")
+    if s.benchmark_figures is not None:
+        lines += render_figures(s.benchmark_figures)
     b = s.buckets
     errored = f", {b['errored']} errored" if "errored" in b else ""
     lines.append(
@@ -42,3 +45,10 @@ def render_summary(summary: RunSummary, *, store: Path, title: str) -> str:
     lines.append(f"  latency  p50 {lat[50]:.1f} ms, p90 {lat[90]:.1f} ms, p99 {lat[99]:.1f} ms")
     lines.append(f"  store    {store}  (run {s.run_id})")
     return "\n".join(lines)
+
+
+def render_figures(figures: BenchmarkFigures, indent: str = "  ") -> list[str]:
+    """The benchmark's own figures, under its authors' names and saying whose: a heading and one line of them."""
+    values = "  ".join(f"{name} {value:.4f}" for name, value in figures.values.items())
+    whose = f"{figures.source}'" if figures.source.endswith("s") else f"{figures.source}'s"
+    return [f"{indent}{whose} figures over {figures.n_steps} {figures.over}:", f"{indent}  {values}"]

@@ -6,6 +6,7 @@ Thin: ``workbench.analysis`` loads and computes, this module only lays the numbe
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import sys
 
@@ -14,19 +15,25 @@ import orjson
 from workbench.analysis.run_stats import BUCKETS, RunStatistics, SliceStatistics, run_statistics
 from workbench.analysis.sources import load_run
 from workbench.cli.paths import store_path
+from workbench.cli.render import render_figures
 from workbench.errors import UsageError
 
 
 def cmd_eval_stats(args: argparse.Namespace) -> int:
     if args.bootstrap < 0:
         raise UsageError(f"--bootstrap must be 0 (none) or a number of resamples, got {args.bootstrap}")
-    data = load_run(args.source, store=store_path(args), metric=args.metric)
+    data = load_run(args.source, store=store_path(args), metric=args.metric, figures=True)
     stats = run_statistics(data, by=tuple(args.by or ()), cluster=args.cluster, bootstrap=args.bootstrap,
                            seed=args.seed)
+    figures = data.benchmark_figures
     if args.format == "json":
-        sys.stdout.buffer.write(orjson.dumps(stats.to_dict(), option=orjson.OPT_INDENT_2) + b"\n")
+        out = {**stats.to_dict(), "benchmark_figures": None if figures is None else dataclasses.asdict(figures)}
+        sys.stdout.buffer.write(orjson.dumps(out, option=orjson.OPT_INDENT_2) + b"\n")
     else:
-        sys.stdout.write(render_stats(stats) + "\n")
+        text = render_stats(stats)
+        if figures is not None:
+            text += "\n\n" + "\n".join(render_figures(figures, indent=""))
+        sys.stdout.write(text + "\n")
     return 0
 
 

@@ -8,15 +8,15 @@ workers all drive environments through this one interface.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from workbench.types import Message, SeedResult, VerifyResult
+from workbench.types import BenchmarkFigures, Message, SeedResult, VerifyResult
 
-__all__ = ["AnswerKeyEntry", "Capabilities", "EvalEnvironment", "Message", "ScoringMode", "SeedResult", "VerifyResult",
-           "too_long"]
+__all__ = ["AnswerKeyEntry", "BenchmarkFigures", "Capabilities", "EvalEnvironment", "Message", "ScoringMode",
+           "SeedResult", "VerifyResult", "too_long"]
 
 
 def too_long(chars: int, limit: int) -> VerifyResult:
@@ -80,6 +80,12 @@ class EvalEnvironment(ABC):
 
     capabilities: Capabilities = Capabilities()
 
+    figures_source: ClassVar[str | None] = None
+    """Whose run-level figures ``benchmark_figures`` computes (``"OpenAI simple-evals"``, ``"lm-eval"``); ``None``
+    (the default): the benchmark has none beyond the mean reward. Declared on the class, so the end-of-run summary
+    knows without loading the benchmark's data (the class is found from the run's benchmark name:
+    ``registry.environment_class``) and reads the steps' details only for a benchmark that has figures."""
+
     @abstractmethod
     def __len__(self) -> int: ...
 
@@ -125,6 +131,21 @@ class EvalEnvironment(ABC):
         from workbench.errors import UsageError
 
         raise UsageError(f"{self.name}: only a gym:// benchmark (protocol=native) offers its server's tools")
+
+    @classmethod
+    def benchmark_figures(cls, details: Iterable[Mapping[str, Any]]) -> BenchmarkFigures | None:
+        """The run's figures as the benchmark's authors report them, where they are not a mean of one per-step
+        reward (``figures_source`` declares that there are some): called by the end-of-run summary
+        (``workbench.analysis.figures.run_figures``, into ``summary.json``, the export's bundle, ``nel eval run``'s
+        print and ``nel eval stats``).
+
+        ``details`` is every step's scoring details (``steps.scoring_details``: the primary metric's), parsed,
+        streamed from the store in no set order and once: fold them in one pass, holding counts, never the list.
+        Steps that have no verdict to count (a failed exchange, a scorer or judge error) are among them; which
+        count is the benchmark's to say, in ``BenchmarkFigures.over``, with the count in ``n_steps``. With repeats,
+        each benchmark does as its authors' harness does with them (say which in the override's docstring).
+        ``None``: no figures (the default, and when no step has what they are computed from)."""
+        return None
 
     def answer_key(self) -> Iterator[AnswerKeyEntry]:
         """Yield the answer key the built-in mock model uses (optional)."""

@@ -180,3 +180,30 @@ def builtin_definition(name: str) -> BenchmarkDefinition | None:
     _ensure_builtins()
     path = _TOML.get(name)
     return None if path is None else BenchmarkDefinition.load(path)
+
+
+def environment_class(name: str) -> type[EvalEnvironment] | None:
+    """The class of the environment registered as ``name``, without building it (no data is loaded): what a run's
+    summary asks for the benchmark's class-level declarations (``EvalEnvironment.benchmark_figures``). ``None``
+    when that is not known without building it: a URI (``gym://``), a factory that is not a class (a BYOB
+    function), a name not registered in this process (a BYOB file's, after the run), or a class that cannot be
+    imported."""
+    from workbench.environments.dataset import BenchmarkDefinition, DatasetEnvironment, import_target
+
+    if "://" in name:
+        return None
+    _ensure_builtins()
+    try:
+        path = _TOML.get(name)
+        if path is not None:
+            target = BenchmarkDefinition.load(path).environment
+            found: Any = DatasetEnvironment if target is None else import_target(target, f"benchmark {name!r}")
+        elif name in BUILTIN_CLASSES:
+            module, _, cls = BUILTIN_CLASSES[name].partition(":")
+            found = getattr(importlib.import_module(module), cls)
+        else:
+            found = _REGISTRY.get(name)
+    except (UsageError, ImportError, AttributeError):
+        return None
+    return found if isinstance(found, type) and issubclass(found, EvalEnvironment) else None
+

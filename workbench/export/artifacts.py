@@ -25,6 +25,7 @@ from typing import IO, Any
 import numpy as np
 import orjson
 
+from workbench.analysis.figures import run_figures
 from workbench.analysis.run_summary import RunSummary, summarize
 from workbench.errors import UsageError, path_error
 from workbench.secrets import redact_value
@@ -270,11 +271,14 @@ def write_step_files(store: Store, run_id: str, results: Path, trajectories: Pat
 
 # ---- the bundle ------------------------------------------------------------------------------------
 def run_summary(store: Store, run: dict[str, Any]) -> RunSummary:
-    """The run's end-of-run summary (pass@k with intervals, buckets, tokens, latency) from its steps."""
+    """The run's end-of-run summary (pass@k with intervals, buckets, tokens, latency, and the figures its
+    benchmark's authors report when it declares some: ``run_figures``) from its steps."""
     o = store.run_outcomes(run["run_id"])
+    benchmark = run.get("benchmark")
     return summarize(
         run["run_id"], n_tasks=int(run["n_tasks"]), n_repeats=int(run["n_repeats"]), attempts=o.attempts,
         passes=o.passes, latency_ms=o.latency_ms, failures=o.failures, tokens=o.tokens, errors=o.errors,
+        benchmark_figures=run_figures(store, run["run_id"], str(benchmark)) if benchmark else None,
     )
 
 
@@ -323,6 +327,7 @@ def build_eval_bundle(store: Store, run_id: str) -> dict[str, Any]:
         "primary_metric": config.get("primary_metric") or "reward",
         "metrics": list(config.get("metrics") or []),
         "pass_at_k": {str(k): asdict(summary.pass_at_k[k]) for k in ks},
+        "benchmark_figures": None if summary.benchmark_figures is None else asdict(summary.benchmark_figures),
         "scores": metric_scores(store, run_id),
         "categories": category_scores(store, run_id, ks),
         "runtime_stats": runtime,

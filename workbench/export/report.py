@@ -110,8 +110,21 @@ def tables(bundle: dict[str, Any]) -> list[Table]:
     categories = Table("Scores by category", ("category", "tasks", "steps", "pass@1", "95% CI", "mean reward"),
                        "lrrrlr", [_category_row(name, c) for name, c in (b.get("categories") or {}).items()],
                        empty="no categories in this benchmark's data")
-    return [overview, pass_at_k, scores, categories, _runtime_table(b.get("runtime_stats") or {}),
-            _failure_table(b.get("failure_analysis") or {})]
+    figures = _figures_table(b.get("benchmark_figures"))
+    return [overview, pass_at_k, *([figures] if figures else []), scores, categories,
+            _runtime_table(b.get("runtime_stats") or {}), _failure_table(b.get("failure_analysis") or {})]
+
+
+def _whose(source: str) -> str:
+    return f"{source}'" if source.endswith("s") else f"{source}'s"
+
+
+def _figures_table(f: dict[str, Any] | None) -> Table | None:
+    """The figures the benchmark's authors report (SimpleQA's, IFEval's), under their names; None: it has none."""
+    if not f:
+        return None
+    return Table(f"{_whose(str(f.get('source')))} figures (over {_int(f.get('n_steps'))} {f.get('over')})",
+                 ("figure", "value"), "lr", [(str(name), _f(value)) for name, value in (f.get("values") or {}).items()])
 
 
 def _method(e: dict[str, Any]) -> str:
@@ -262,6 +275,9 @@ def csv_rows(bundle: dict[str, Any]) -> list[dict[str, Cell]]:
     for k, e in _by_k(b.get("pass_at_k")):
         add("pass_at_k", f"pass@{k}", e.get("value"), k=k, low=e.get("low"), high=e.get("high"),
             n_tasks=e.get("n_tasks"))
+    figures = b.get("benchmark_figures") or {}
+    for name, value in (figures.get("values") or {}).items():
+        add("benchmark_figure", name, value, group=figures.get("source"), n_steps=figures.get("n_steps"))
     for name, s in (b.get("scores") or {}).items():
         add("score", f"{name}.mean_reward", s.get("mean_reward"), low=s.get("mean_reward_low"),
             high=s.get("mean_reward_high"), n_tasks=s.get("n_tasks"), n_steps=s.get("n_steps"))
@@ -304,6 +320,7 @@ def report_data(bundle: dict[str, Any]) -> dict[str, Any]:
         "title": title(b),
         "run": {k: b.get(k) for k in keys},
         "pass_at_k": [{"k": k, **e} for k, e in _by_k(b.get("pass_at_k"))],
+        "benchmark_figures": b.get("benchmark_figures"),
         "scores": [{"metric": name, **s} for name, s in (b.get("scores") or {}).items()],
         "categories": [
             {"category": name, "n_tasks": c.get("n_tasks"), "n_steps": c.get("n_steps"),

@@ -17,7 +17,7 @@ import contextlib
 import functools
 import os
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -106,17 +106,23 @@ def score_ifeval(response: str, prompt: str, instruction_ids: Sequence[str],
     return VerifyResult(1.0 if all(strict) else 0.0, followed, details)
 
 
-def ifeval_figures(details: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-    """IFEval's four run-level figures from the steps' details: prompt-level means, instruction-level pooled
-    (lm-eval's ``agg_inst_level_acc`` flattens every prompt's instructions)."""
-    if not details:
+def ifeval_figures(details: Iterable[Mapping[str, Any]]) -> dict[str, float]:
+    """IFEval's four run-level figures from the steps' details, in one pass: prompt-level means, instruction-level
+    pooled (lm-eval's ``agg_inst_level_acc`` flattens every prompt's instructions); empty when there are none."""
+    n = prompt_strict = prompt_loose = followed_strict = followed_loose = inst_strict = inst_loose = 0
+    for d in details:
+        n += 1
+        prompt_strict += bool(d["prompt_level_strict_acc"])
+        prompt_loose += bool(d["prompt_level_loose_acc"])
+        followed, total = d["inst_level_strict"]
+        followed_strict, inst_strict = followed_strict + followed, inst_strict + total
+        followed, total = d["inst_level_loose"]
+        followed_loose, inst_loose = followed_loose + followed, inst_loose + total
+    if n == 0:
         return {}
-    n = len(details)
-    strict = [d["inst_level_strict"] for d in details]
-    loose = [d["inst_level_loose"] for d in details]
     return {
-        "prompt_level_strict_acc": sum(bool(d["prompt_level_strict_acc"]) for d in details) / n,
-        "inst_level_strict_acc": sum(s for s, _ in strict) / max(1, sum(t for _, t in strict)),
-        "prompt_level_loose_acc": sum(bool(d["prompt_level_loose_acc"]) for d in details) / n,
-        "inst_level_loose_acc": sum(s for s, _ in loose) / max(1, sum(t for _, t in loose)),
+        "prompt_level_strict_acc": prompt_strict / n,
+        "inst_level_strict_acc": followed_strict / max(1, inst_strict),
+        "prompt_level_loose_acc": prompt_loose / n,
+        "inst_level_loose_acc": followed_loose / max(1, inst_loose),
     }
