@@ -32,6 +32,7 @@ EXTRA_OF: dict[str, str] = {
     "math_verify": "math",
     "ray": "ray",
     "lm_eval": "lm-eval",
+    "huggingface_hub": "hub",
 }
 """Top-level module → the extra that installs it."""
 

@@ -60,11 +60,21 @@ def one_line(proc: subprocess.CompletedProcess[str]) -> str:
      "nel serve: the docker sandbox needs the [docker] extra: pip install 'nel-workbench[docker]'"),
     ("ray", ("eval", "run", "-b", "gsm8k", "--engine", "ray", "--shards", "2", "--no-progress", *MODEL),
      "nel eval run: --engine ray needs the [ray] extra: pip install 'nel-workbench[ray]'"),
+    ("hub", ("benchmarks", "pull", "mmlu"),
+     "nel benchmarks: pull needs the [hub] extra: pip install 'nel-workbench[hub]'"),
 ])
 def test_a_command_without_its_extra_says_so_in_one_line(extra: str, argv: tuple[str, ...], line: str,
                                                            tmp_path: Path) -> None:
     assert one_line(nel_without(extra, *argv, cwd=tmp_path)) == line
     assert list(tmp_path.iterdir()) == []  # nothing started: no store, no output directory
+
+
+def test_a_hub_benchmark_not_pulled_names_the_hub_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Frozen data and local files load without huggingface_hub; the hub itself needs it."""
+    monkeypatch.setenv("NEL_DATA_DIR", str(tmp_path / "data"))
+    line = one_line(nel_without("hub", "eval", "run", "-b", "mmlu", "--no-progress", *MODEL, cwd=tmp_path))
+    assert line == ("nel eval run: dataset hf://cais/mmlu?split=test&subset=all&revision=main needs the [hub] extra: "
+                    "pip install 'nel-workbench[hub]'")
 
 
 def test_a_run_in_a_docker_sandbox_fails_before_it_starts(tmp_path: Path) -> None:

@@ -41,8 +41,11 @@ def cmd_benchmarks_pull(args: argparse.Namespace) -> int:
     from workbench.datasources import pull
     from workbench.environments.dataset import import_target
     from workbench.environments.registry import builtin_definition
+    from workbench.extras import require
 
-    for name in _names(args):
+    names = _names(args)
+    require("hub", "pull")
+    for name in names:
         d = builtin_definition(name)
         assert d is not None and d.hub is not None
         ref = d.hub

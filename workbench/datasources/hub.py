@@ -17,6 +17,7 @@ from workbench.datasources.layout import split_files
 from workbench.datasources.problems import DataNotPresent
 from workbench.datasources.uri import HubRef
 from workbench.errors import RunFailed, UsageError
+from workbench.extras import missing_module, require
 
 if TYPE_CHECKING:
     from huggingface_hub import HfApi
@@ -75,6 +76,7 @@ def _offline() -> bool:
 
 def fetch_split(ref: HubRef, *, benchmark: str | None = None) -> Snapshot:
     """The files of ``ref``'s split at its revision: downloaded (online) or from the cache (offline)."""
+    require("hub", f"dataset {ref.uri()}")
     import httpx2
     from huggingface_hub import HfApi
     from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
@@ -113,6 +115,7 @@ def _download(api: HfApi, ref: HubRef, filename: str, benchmark: str | None) -> 
 
 def cached_split(ref: HubRef, *, benchmark: str | None = None) -> Snapshot:
     """``ref``'s split from the cached snapshot of its revision (a branch is read from the cache's ``refs/``)."""
+    require("hub", f"dataset {ref.uri()}")
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import LocalEntryNotFoundError
 
@@ -137,7 +140,10 @@ def _files_under(folder: Path) -> list[str]:
 
 
 def is_cached(ref: HubRef) -> bool:
-    """Does the Hugging Face cache hold a snapshot of ``ref``'s revision (without reading any file)?"""
+    """Does the Hugging Face cache hold a snapshot of ``ref``'s revision (without reading any file)? Without the
+    [hub] extra nothing can read it: no."""
+    if missing_module("hub") is not None:
+        return False
     from huggingface_hub import constants  # light (the library's settings); its download module is not
 
     folder = Path(constants.HF_HUB_CACHE) / ("datasets--" + ref.repo.replace("/", "--"))  # the cache's layout
