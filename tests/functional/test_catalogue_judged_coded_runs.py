@@ -8,6 +8,7 @@ Needs the hub loader (``tests/hub_cache.py``, the registry honouring ``[hub]`` a
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -111,8 +112,8 @@ def test_simpleqa_without_a_judge_is_refused_in_one_line(mock: MockHandle, hub: 
     assert "graded by an LLM judge" in line and "type: judge" in line
 
 
-def test_simpleqa_is_graded_by_the_mock_judge_into_three_grades(mock: MockHandle, hub: dict[str, str],
-                                                                tmp_path: Path) -> None:
+def _judged_simpleqa_run(mock: MockHandle, hub: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """simpleqa × 6 repeats answered by the mock and graded by the mock judge (a judge metric on its own service)."""
     (tmp_path / "suite.yaml").write_text(f"""\
 services:
   solver: {{type: api, url: "{mock.base_url}", model: nel-mock}}
@@ -125,6 +126,12 @@ benchmarks:
 output: {{dir: out}}
 """)
     proc = nel("eval", "run", "suite.yaml", "--no-progress", cwd=tmp_path, env=clean_env(**hub))
+    return proc
+
+
+def test_simpleqa_is_graded_by_the_mock_judge_into_three_grades(mock: MockHandle, hub: dict[str, str],
+                                                                tmp_path: Path) -> None:
+    proc = _judged_simpleqa_run(mock, hub, tmp_path)
     assert_ok(proc)
     grades = open_store(tmp_path / "out").rows("SELECT extracted_answer, count(*) FROM steps GROUP BY ALL")
     assert {grade for grade, _ in grades} == {"CORRECT", "INCORRECT", "NOT_ATTEMPTED"}
@@ -155,18 +162,7 @@ def test_ifeval_shows_lm_evals_four_figures_over_every_scored_attempt(mock: Mock
 
 def test_simpleqa_shows_simple_evals_figures_over_every_graded_attempt(mock: MockHandle, hub: dict[str, str],
                                                                       tmp_path: Path) -> None:
-    (tmp_path / "suite.yaml").write_text(f"""\
-services:
-  solver: {{type: api, url: "{mock.base_url}", model: nel-mock}}
-  grader: {{type: api, url: "{mock.base_url}", model: nel-mock-judge}}
-benchmarks:
-  - name: simpleqa
-    repeats: 6
-    solver: {{type: simple, service: solver}}
-    scoring: {{include_defaults: false, metrics: [{{type: judge, name: grade, service: grader}}]}}
-output: {{dir: out}}
-""")
-    proc = nel("eval", "run", "suite.yaml", "--no-progress", cwd=tmp_path, env=clean_env(**hub))
+    proc = _judged_simpleqa_run(mock, hub, tmp_path)
     assert_ok(proc)
     details = [orjson.loads(d) for (d,) in open_store(tmp_path / "out").rows("SELECT scoring_details FROM steps")]
     grades = [d["grade"] for d in details if d.get("grade")]
