@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import os
 from collections.abc import Iterator
 
 from workbench.errors import UsageError
@@ -97,3 +98,18 @@ def needs_extra(feature: str = "") -> Iterator[None]:
         if extra is None:
             raise
         raise MissingExtra(extra, feature, exc.name) from None
+
+
+@contextlib.contextmanager
+def environ_set(name: str, value: str) -> Iterator[None]:
+    """``name=value`` in the environment for the block, as it was afterwards: how an extra's library is told
+    something only a variable can tell it (lm-eval's progress bars, its ifeval module's download at import)."""
+    before = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before

@@ -194,3 +194,15 @@ def test_the_demo_runs_with_no_extra_installed(tmp_path: Path) -> None:
                           text=True, timeout=300, env={**os.environ, "NO_COLOR": "1"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "steps    800/800" in proc.stdout and (tmp_path / "nel-demo" / "nel.duckdb").exists()
+
+
+def test_environ_set_holds_a_variable_for_the_block_and_restores_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from workbench.extras import environ_set
+
+    monkeypatch.delenv("NEL_TEST_VAR", raising=False)
+    monkeypatch.setenv("NEL_TEST_SET", "before")
+    with environ_set("NEL_TEST_VAR", "1"), environ_set("NEL_TEST_SET", "during"):
+        assert os.environ["NEL_TEST_VAR"] == "1" and os.environ["NEL_TEST_SET"] == "during"
+    assert "NEL_TEST_VAR" not in os.environ and os.environ["NEL_TEST_SET"] == "before"

@@ -15,11 +15,10 @@ import functools
 import importlib.util
 import os
 import random
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import UsageError
-from workbench.extras import MissingExtra
+from workbench.extras import MissingExtra, environ_set
 from workbench.lmeval.uri import LmEvalUri
 
 if TYPE_CHECKING:
@@ -42,19 +41,6 @@ def require_lm_eval(feature: str) -> None:
     if missing:
         raise MissingExtra(EXTRA, feature, "lm_eval")
 
-
-@contextlib.contextmanager
-def _quiet_progress() -> Iterator[None]:
-    """lm-eval draws a progress bar per task while it builds contexts: not on nel's terminal."""
-    before = os.environ.get("TQDM_DISABLE")
-    os.environ["TQDM_DISABLE"] = "1"
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop("TQDM_DISABLE", None)
-        else:
-            os.environ["TQDM_DISABLE"] = before
 
 
 def memoise_templates() -> None:
@@ -128,7 +114,7 @@ def load_tasks(uri: LmEvalUri, shown: str) -> list[tuple[str, Task]]:
     Errors are one line naming ``shown`` (the URI as the user wrote it): lm-eval not installed, an unknown task
     (with the closest names), data that cannot be loaded (naming the dataset), a task nel cannot run."""
     require_lm_eval(f"{shown}:")
-    with _quiet_progress():
+    with environ_set("TQDM_DISABLE", "1"):  # lm-eval draws a progress bar per task: not on nel's terminal
         from lm_eval.tasks import TaskManager
 
         memoise_templates()

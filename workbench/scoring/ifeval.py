@@ -13,15 +13,13 @@ checked: the step records which and why (``scorer_error``, a retryable error, ne
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import os
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
-from workbench.extras import require
+from workbench.extras import environ_set, require
 from workbench.types import VerifyResult
 
 METHOD = "ifeval"
@@ -32,19 +30,6 @@ NO_PUNKT = ("nltk's punkt_tab tokenizer is not installed, so {ids} could not be 
             "ifeval` where the internet is reachable, or copy nltk_data/tokenizers/punkt_tab and set NLTK_DATA")
 
 
-@contextlib.contextmanager
-def _no_download_at_import() -> Iterator[None]:
-    """lm-eval's ifeval module downloads punkt_tab at import unless ``LOCAL_RANK`` is another rank's."""
-    before = os.environ.get("LOCAL_RANK")
-    os.environ["LOCAL_RANK"] = "nel-no-download"
-    try:
-        yield
-    finally:
-        if before is None:
-            del os.environ["LOCAL_RANK"]
-        else:
-            os.environ["LOCAL_RANK"] = before
-
 
 _IMPORTING = threading.Lock()
 """Scoring threads may ask at once; ``LOCAL_RANK`` is changed for the import, so one thread imports."""
@@ -54,7 +39,8 @@ _IMPORTING = threading.Lock()
 def checkers() -> ModuleType:
     """lm-eval's ``lm_eval.tasks.ifeval.utils``, imported without a download (MissingExtra without lm-eval)."""
     require("lm-eval", "the ifeval benchmark's instruction checkers")
-    with _IMPORTING, _no_download_at_import():
+    # lm-eval's ifeval module downloads punkt_tab at import unless LOCAL_RANK is another rank's
+    with _IMPORTING, environ_set("LOCAL_RANK", "nel-no-download"):
         import lm_eval.tasks.ifeval.utils as utils
     return utils
 
