@@ -68,9 +68,10 @@ def ray_cluster() -> Iterator[RayCluster]:
         [str(Path(sys.executable).with_name("ray")), "start", "--head", "--block", f"--port={port}",
          "--num-cpus=2", "--include-dashboard=true", "--dashboard-host=127.0.0.1", f"--dashboard-port={dashboard}",
          f"--ray-client-server-port={client}", "--disable-usage-stats", f"--temp-dir={temp}"],
-        # Ray Client starts a server process per client and gives it 30 s to answer: too little on a loaded
-        # 2-core machine (seen once: "Starting Ray client server failed"), so the head allows 120 s.
-        env=clean_env(**RAY_ENV, RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S="120"), stdin=subprocess.DEVNULL,
+        # Ray Client's proxy forks a server per client; with gRPC's fork support on, that server sometimes dies
+        # at start on a loaded machine (epoll_wait: Bad file descriptor), and each such death costs the client
+        # the proxy's whole channel timeout. CI once lost 200 s to two of them. Off, none in 12 loaded tries.
+        env=clean_env(**RAY_ENV, GRPC_ENABLE_FORK_SUPPORT="0"), stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )
     try:

@@ -143,7 +143,7 @@ def probe(address: str) -> None:
                          "(is `ray start --head` running there?)") from None
 
 
-_TRANSIENT_CLIENT_ERRORS = ("ZombieProcess", "Starting Ray client server failed")
+_TRANSIENT_CLIENT_ERRORS = ("ZombieProcess", "Starting Ray client server failed", "Proxy failed to Connect to backend")
 
 
 def connect(ray: Any, address: str | None) -> bool:
@@ -164,7 +164,8 @@ def connect(ray: Any, address: str | None) -> bool:
         except Exception as exc:  # ConnectionError, ValueError, RuntimeError: Ray words them well
             # Ray Client's proxy starts a server process per client; on a loaded host that start can fail (the
             # process exits before it serves: "Starting Ray client server failed"), and the proxy's psutil check
-            # raises on one that has exited but not been reaped yet (ZombieProcess). Both pass: try again.
+            # raises on one that has exited but not been reaped yet (ZombieProcess), or the server never answers
+            # its channel check (Proxy failed to Connect). All pass: try again (docs/ray.md says how to avoid them).
             if any(word in str(exc) for word in _TRANSIENT_CLIENT_ERRORS) and attempt < 2:
                 time.sleep(1.0 + 2.0 * attempt)
                 continue
