@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 import pytest
-from nel_helpers import ROOT, assert_ok, assert_one_line_error, nel
+from nel_helpers import ROOT, assert_ok, assert_one_line_error, eval_args, nel
 
 from workbench import open_store
 from workbench.analysis.diagnosis.api import diagnose
@@ -221,6 +221,7 @@ def test_an_empty_file_says_so(tmp_path):
 
 
 GYM_PYTHON = ROOT / ".venv-gym" / "bin" / "python"
+needs_gym = pytest.mark.skipif(not GYM_PYTHON.exists(), reason="needs NeMo Gym in .venv-gym")
 _GYM_SCRIPT = """
 import sys, orjson
 from nemo_gym.base_resources_server import BaseVerifyResponse
@@ -248,3 +249,134 @@ def test_rows_validated_by_gyms_own_models_import(tmp_path):
     detail = task_detail(open_store(tmp_path), result.run_id, 0)
     assert detail is not None and detail.attempts[0].response == "The answer is 1."
     assert detail.attempts[0].passed and detail.attempts[0].total_tokens == 26
+
+
+# ---- pairing with a native run: same task ids, same metric ------------------------------------------
+PAIRED_PROBLEMS, PAIRED_REPEATS = 10, 2
+
+
+def _gym_reward(task: int, rollout: int) -> float:
+    """Gym's verdicts in the fixture rollouts: a pattern with passes and fails on both repeats."""
+    return 0.0 if (task + rollout) % 3 == 0 else 1.0
+
+
+def _exported_rollouts(*, drop: tuple[str, ...] = (), **extra: Any) -> list[dict[str, Any]]:
+    """Rollouts of gsm8k's first problems as Gym writes them for the rows `nel serve --export-data` exports:
+    the row's fields, the indices, Gym's verdict and a Responses-API response; ``drop`` removes row fields."""
+    from workbench.environments import get_environment
+    from workbench.serve.export import gym_row
+
+    env = get_environment("gsm8k")
+    out = []
+    for task in range(PAIRED_PROBLEMS):
+        row = {k: v for k, v in gym_row(env, task).items() if k not in drop}
+        for rollout in range(PAIRED_REPEATS):
+            reward = _gym_reward(task, rollout)
+            answer = row.get("expected_answer", "0") if reward else "-1"
+            out.append({**row, "_ng_task_index": task, "_ng_rollout_index": rollout, "reward": reward,
+                        "response": _response(task, rollout, str(answer)), **extra})
+    return out
+
+
+def _validated_by_gym(tmp_path: Path, rows: list[dict[str, Any]], name: str = "rollouts.jsonl") -> Path:
+    """``rows`` passed through Gym's own BaseVerifyResponse (as its agents write rollouts): the file it wrote."""
+    source = _write(tmp_path / f"draft-{name}", rows)
+    out = tmp_path / name
+    proc = subprocess.run([str(GYM_PYTHON), "-c", _GYM_SCRIPT, str(source), str(out)],
+                          capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def native_run(mock, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A native `nel eval run -b gsm8k --max-problems 10 --repeats 2` against the mock: its store and run id."""
+    root = tmp_path_factory.mktemp("native")
+    store = root / "nel.duckdb"
+    assert_ok(nel(*eval_args(mock.base_url, problems=PAIRED_PROBLEMS, repeats=PAIRED_REPEATS, store=store), cwd=root))
+    return store, open_store(store).rows("SELECT run_id FROM runs")[0][0]
+
+
+def _native_ids(store: Path, run_id: str) -> list[str]:
+    return [r[0] for r in open_store(store).rows(
+        "SELECT task_id FROM run_tasks WHERE run_id = ? ORDER BY task_idx", [run_id])]
+
+
+def _import_into(store: Path, rollouts: Path, *args: str) -> tuple[str, str]:
+    proc = nel("import", "gym", str(rollouts), *args, "--store", str(store), cwd=rollouts.parent)
+    assert_ok(proc)
+    return proc.stdout.split()[1].rstrip(":"), proc.stdout
+
+
+@needs_gym
+class TestPairingWithANativeRun:
+    """Same model and data, nel's loop vs Gym's harness: one `nel compare` pairs them task by task."""
+
+    def test_exported_rows_keep_nels_task_ids_and_the_benchmarks_metric(self, native_run, tmp_path):
+        store, native = native_run
+        rollouts = _validated_by_gym(tmp_path, _exported_rollouts())
+        gym_run, out = _import_into(store, rollouts)
+        assert "metric     numeric (gsm8k's own" in out and "paired     10 of 10 tasks" in out
+        assert "unpaired" not in out
+        assert _native_ids(store, gym_run) == _native_ids(store, native)
+        run = load_run(gym_run, store=store)
+        assert (run.benchmark, run.metric, run.metrics) == ("gsm8k", "numeric", ("numeric",))
+
+        proc = nel("compare", native, gym_run, "--store", str(store), cwd=tmp_path)
+        assert_ok(proc)
+        assert "metric numeric" in proc.stdout
+        assert f"paired     {PAIRED_PROBLEMS} tasks; 0 only in the baseline, 0 only in the candidate" in proc.stdout
+        assert_ok(nel("diagnose", native, gym_run, "--store", str(store), cwd=tmp_path))
+
+    def test_reimporting_exported_rollouts_writes_nothing(self, native_run, tmp_path):
+        store, _ = native_run
+        rollouts = _validated_by_gym(tmp_path, _exported_rollouts())
+        first, _ = _import_into(store, rollouts)
+        before = open_store(store).rows("SELECT count(*) FROM steps")[0][0]
+        again, out = _import_into(store, rollouts)
+        assert again == first and "already imported" in out
+        assert open_store(store).rows("SELECT count(*) FROM steps")[0][0] == before
+
+    def test_rows_that_lost_the_task_id_pair_by_their_prompt(self, native_run, tmp_path):
+        """Gym's own verifiers echo only the fields they know: the prompt finds nel's task in the benchmark
+        that `eval_type` (the benchmark's name) or --benchmark names."""
+        store, native = native_run
+        by_eval_type = _validated_by_gym(tmp_path, _exported_rollouts(drop=("task_id", "benchmark"),
+                                                                      eval_type="gsm8k"), "a.jsonl")
+        gym_run, out = _import_into(store, by_eval_type)
+        assert "paired     10 of 10 tasks" in out
+        assert _native_ids(store, gym_run) == _native_ids(store, native)
+        bare = _validated_by_gym(tmp_path, _exported_rollouts(drop=("task_id", "benchmark", "eval_type")), "b.jsonl")
+        gym_run, out = _import_into(store, bare, "--benchmark", "gsm8k")
+        assert "paired     10 of 10 tasks" in out and _native_ids(store, gym_run) == _native_ids(store, native)
+
+    def test_the_materialized_inputs_lend_their_task_ids_to_rollouts_without_one(self, native_run, tmp_path):
+        store, native = native_run
+        rollouts = _validated_by_gym(tmp_path, _exported_rollouts(drop=("task_id", "benchmark", "eval_type")))
+        inputs = _write(tmp_path / "rollouts_materialized_inputs.jsonl", [
+            {**{k: v for k, v in r.items() if k not in ("reward", "response")}} for r in _exported_rollouts()])
+        gym_run, out = _import_into(store, rollouts, "--inputs", str(inputs))
+        assert "paired     10 of 10 tasks" in out and _native_ids(store, gym_run) == _native_ids(store, native)
+
+
+@needs_gym
+def test_rows_without_a_task_id_or_a_known_prompt_are_imported_unpaired_and_named(native_run, tmp_path):
+    """Not guessed: the rows are imported under ids of their own, and the report names rows and reasons."""
+    store, native = native_run
+    rows = _exported_rollouts()
+    for n in (2, 3, 4, 5, 6, 11):  # row n is line n + 1: tasks 1 and 2, task 3's first rollout, task 5's second
+        rows[n].pop("task_id")
+    for n in (2, 3, 4, 5):  # tasks 1 and 2: a prompt gsm8k does not hold
+        rows[n]["responses_create_params"] = {"input": [{"role": "user", "content": f"Not a gsm8k problem {n // 2}"}]}
+    rows[10]["responses_create_params"] = rows[11]["responses_create_params"] = {"input": []}
+    rows[10].pop("task_id")  # task 5: no id and no prompt at all; task 3 keeps a gsm8k prompt, so it pairs
+    rollouts = _validated_by_gym(tmp_path, rows)
+    gym_run, out = _import_into(store, rollouts)
+    assert "paired     7 of 10 tasks" in out and "unpaired   3 tasks" in out
+    assert "rollouts.jsonl rows 3-6: no task_id, and the prompt is none of gsm8k's problems" in out
+    assert "rollouts.jsonl rows 11-12: no task_id and no prompt (responses_create_params.input)" in out
+    ids = _native_ids(store, gym_run)
+    assert [i.startswith("gym-") for i in ids] == [False, True, True, False, False, True, False, False, False, False]
+    proc = nel("compare", native, gym_run, "--store", str(store), cwd=tmp_path)
+    assert_ok(proc)
+    assert "paired     7 tasks; 3 only in the baseline, 3 only in the candidate" in proc.stdout

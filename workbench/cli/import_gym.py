@@ -30,6 +30,14 @@ def cmd_import_gym(args: argparse.Namespace) -> int:
     print(f"  failures   {result.n_failures}")
     if result.n_duplicates:
         print(f"  duplicates {result.n_duplicates} repeated (task, rollout) rows skipped (the first is kept)")
+    print(f"  metric     {result.metric}" + ("" if result.metric == "reward" else
+                                           f" ({result.benchmark}'s own, as a native run records it)"))
+    paired = result.n_tasks - result.n_unpaired_tasks
+    print(f"  paired     {paired} of {result.n_tasks} tasks carry nel's task ids (they pair with native runs)")
+    if result.unpaired:
+        print(f"  unpaired   {result.n_unpaired_tasks} tasks, kept under ids of their own (not guessed):")
+        for rows in result.unpaired:
+            print(f"    {rows}")
     quoted = shlex.quote(str(store))
     print("next:")
     print(f"  nel eval stats {result.run_id} --store {quoted}")

@@ -11,7 +11,9 @@ line before anything is written), hashes the content (the run id) and learns the
 writes steps as it reads. Only the tasks and the (task, rollout) keys are held in memory.
 
 ``passed`` is ``reward >= 1`` — the engine's rule, so pass rates of native and imported runs mean the
-same (for Gym's binary 0/1 rewards it is ``reward > 0``).
+same (for Gym's binary 0/1 rewards it is ``reward > 0``). Tasks keep nel's own ids where a row carries or
+leads to one (``workbench.gym.pairing``), and the reward is recorded under the benchmark's own metric name
+when nel knows the benchmark, so ``nel compare NATIVE GYM`` pairs the two task by task.
 """
 
 from __future__ import annotations
@@ -30,6 +32,14 @@ from workbench import __version__
 from workbench.engine.identity import identity_diff, identity_hash
 from workbench.environments.dataset import json_object_line
 from workbench.errors import UsageError
+from workbench.gym.pairing import (
+    UNPAIRED_PREFIX,
+    LineSpans,
+    TaskResolver,
+    UnpairedRows,
+    benchmark_metric,
+    known_benchmark,
+)
 from workbench.model.failures import classify_answer
 from workbench.store.ingest import ingest
 from workbench.store.layout import segments_root
@@ -71,6 +81,11 @@ class GymImportResult:
     n_missing_rollouts: int
     n_duplicates: int
     already_imported: bool
+    metric: str = "reward"
+    """The name the rollouts' reward is recorded under: the benchmark's metric when nel knows the benchmark."""
+    n_unpaired_tasks: int = 0
+    unpaired: tuple[UnpairedRows, ...] = ()
+    """Rows whose tasks carry no nel task id (nor a prompt that leads to one), by file and reason."""
 
 
 # ---- reading ---------------------------------------------------------------------------------------
@@ -273,16 +288,24 @@ def _task_metadata(row: Mapping[str, Any]) -> dict[str, Any]:
     return meta
 
 
-def _task(row: Mapping[str, Any], benchmark: str) -> dict[str, Any]:
-    """The ``tasks`` row of a Gym row; its id hashes what the model is asked and the expected answer."""
+def _task(row: Mapping[str, Any], resolver: TaskResolver) -> tuple[dict[str, Any], str | None]:
+    """The ``tasks`` row of a Gym row, and why it is unpaired (``None``: it has nel's own task id).
+
+    An unpaired task's id hashes what the model is asked and the expected answer (see ``workbench.gym.pairing``).
+    """
     row = scrub(dict(row))
     params = _params(row)
     messages = _reply(params, {}).messages
     expected = _answer_text(_first(row, _EXPECTED_KEYS))
-    content = {"input": params.get("input"), "instructions": params.get("instructions"), "expected": expected}
-    task_id = hashlib.sha256(orjson.dumps(content, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
-    return {"task_id": task_id, "benchmark": benchmark, "prompt": _prompt(messages, params),
-            "expected_answer": expected, "metadata": _dumps(_task_metadata(row) or None)}
+    prompt = _prompt(messages, params) if params.get("input") else None  # an empty input asks nothing
+    found = resolver.resolve(row, prompt, expected)
+    task_id = found.task_id
+    if task_id is None:
+        content = {"input": params.get("input"), "instructions": params.get("instructions"), "expected": expected}
+        task_id = UNPAIRED_PREFIX + hashlib.sha256(orjson.dumps(content, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+    task = {"task_id": task_id, "benchmark": "", "prompt": prompt or "", "expected_answer": expected,
+            "metadata": _dumps(_task_metadata(row) or None)}
+    return task, found.reason
 
 
 @dataclass(slots=True)
@@ -352,8 +375,12 @@ class _Scan:
     benchmark: str | None = None
     model: str | None = None
     agents: set[str] = field(default_factory=set)
+    resolver: TaskResolver | None = None
+    unpaired_tasks: dict[int, str] = field(default_factory=dict)  # task -> why it has no nel task id
+    unpaired_rows: dict[tuple[str, str], LineSpans] = field(default_factory=dict)  # (file, reason) -> its lines
 
-    def learn(self, row: Mapping[str, Any], task_idx: int, benchmark: str | None) -> None:
+    def learn(self, row: Mapping[str, Any], task_idx: int, benchmark: str | None, where: tuple[str, int]) -> None:
+        """Learn from one row of file ``where[0]`` at line ``where[1]``; a task's first row settles its id."""
         if self.benchmark is None:
             self.benchmark = benchmark or _row_benchmark(row)
         if self.model is None:
@@ -363,11 +390,27 @@ class _Scan:
         if isinstance(agent, dict) and isinstance(agent.get("name"), str):
             self.agents.add(agent["name"])
         if task_idx not in self.task_rows:
-            self.task_rows[task_idx] = _task(row, "")  # the benchmark is filled in once known
+            if self.resolver is None:
+                self.resolver = TaskResolver(benchmark or self.benchmark)
+            self.task_rows[task_idx], reason = _task(row, self.resolver)  # the benchmark is filled in once known
+            if reason is not None:
+                self.unpaired_tasks[task_idx] = reason
+        reason = self.unpaired_tasks.get(task_idx)
+        if reason is not None:
+            self.unpaired_rows.setdefault((where[0], reason), LineSpans()).add(where[1])
+
+    def unpaired_report(self) -> tuple[UnpairedRows, ...]:
+        return tuple(UnpairedRows(file, str(spans), spans.count, reason)
+                     for (file, reason), spans in self.unpaired_rows.items())
 
 
 def _row_benchmark(row: Mapping[str, Any]) -> str | None:
-    for key in ("benchmark", "task_source", "dataset"):
+    """The benchmark a row names: ``benchmark``, else an ``eval_type`` nel knows, else its source or agent."""
+    if isinstance(row.get("benchmark"), str) and row["benchmark"]:
+        return str(row["benchmark"])
+    if known_benchmark(row.get("eval_type")):
+        return str(row["eval_type"])
+    for key in ("task_source", "dataset"):
         if isinstance(row.get(key), str) and row[key]:
             return str(row[key])
     agent = row.get("agent_ref")
@@ -382,7 +425,7 @@ def _scan(rollouts: Path, inputs: Path | None, failures: Path | None, benchmark:
         for line_no, row in _rows(inputs, scan.digest):
             key = keys(line_no, row)
             scan.expected.add(key)
-            scan.learn(row, key[0], benchmark)
+            scan.learn(row, key[0], benchmark, (inputs.name, line_no))
     scan.digest.update(b"rollouts\n")
     keys = _Keys(rollouts)
     n_rows = 0
@@ -394,7 +437,7 @@ def _scan(rollouts: Path, inputs: Path | None, failures: Path | None, benchmark:
         elif row.get(FAILURE_CLASS_KEY) is not None:
             scan.n_failed_in_main += 1
         scan.done.add(key)
-        scan.learn(row, key[0], benchmark)
+        scan.learn(row, key[0], benchmark, (rollouts.name, line_no))
     if failures is not None:
         scan.digest.update(b"failures\n")
         keys = _Keys(failures)
@@ -402,7 +445,7 @@ def _scan(rollouts: Path, inputs: Path | None, failures: Path | None, benchmark:
             key = keys(line_no, row)
             attempts = scan.failed.get(key, (0, 0))[0] + 1
             scan.failed[key] = (attempts, line_no)
-            scan.learn(row, key[0], benchmark)
+            scan.learn(row, key[0], benchmark, (failures.name, line_no))
     if n_rows == 0 and not scan.failed:
         raise UsageError(f"{rollouts}: no rollouts in this file (it is empty)")
     return scan
@@ -446,6 +489,7 @@ def import_gym(
     scan = _scan(rollouts, inputs, failures, benchmark)
     bench = benchmark or scan.benchmark or _slug(rollouts.stem)
     model = model_id or scan.model
+    metric = benchmark_metric(bench) or "reward"
     identity = _identity(scan, bench, model)
     ident_hash = identity_hash(identity)
     run_id = run_id or f"gym-{_slug(bench)}-{ident_hash[:12]}"
@@ -457,7 +501,8 @@ def import_gym(
         run_id=run_id, benchmark=bench, model_id=model, n_tasks=len(tasks_idx), n_repeats=n_repeats,
         n_rollouts=len(scan.done) - scan.n_failed_in_main, n_failures=n_failures, n_missing_tasks=missing_tasks,
         n_missing_rollouts=len(scan.expected - scan.done - set(scan.failed)), n_duplicates=scan.n_duplicates,
-        already_imported=False,
+        already_imported=False, metric=metric, n_unpaired_tasks=len(scan.unpaired_tasks),
+        unpaired=scan.unpaired_report(),
     )
     existing = _existing(store, run_id)
     if existing is not None:
@@ -470,7 +515,7 @@ def import_gym(
             return GymImportResult(**{**_as_dict(result), "already_imported": True})
     for task in scan.task_rows.values():
         task["benchmark"] = bench
-    _write(store, rollouts, failures, scan, identity, ident_hash, run_id, model, n_repeats)
+    _write(store, rollouts, failures, scan, identity, ident_hash, run_id, model, n_repeats, metric)
     return result
 
 
@@ -479,7 +524,7 @@ def _as_dict(result: GymImportResult) -> dict[str, Any]:
 
 
 def _write(store: Path, rollouts: Path, failures: Path | None, scan: _Scan, identity: dict[str, Any],
-           ident_hash: str, run_id: str, model: str | None, n_repeats: int) -> None:
+           ident_hash: str, run_id: str, model: str | None, n_repeats: int, metric: str) -> None:
     """The second pass: the run header and tasks, then every step, through the engine's writer."""
     tasks_idx = sorted(scan.task_rows)
     lo, hi = tasks_idx[0], tasks_idx[-1] + 1
@@ -488,8 +533,9 @@ def _write(store: Path, rollouts: Path, failures: Path | None, scan: _Scan, iden
         {"run_id": run_id, "benchmark": identity["benchmark"], "model_id": model, "model_url": None,
          "protocol": "responses", "identity_hash": ident_hash, "identity": identity,
          "config": {"source": "nemo_gym", "rollouts": str(rollouts), "failures": str(failures) if failures else None,
-                    "agents": sorted(scan.agents), "primary_metric": "reward", "metrics": ["reward"],
-                    "passed_rule": "reward >= 1"},
+                    "agents": sorted(scan.agents), "primary_metric": metric, "metrics": [metric],
+                    "metric_source": "the rollouts' reward (Gym's /verify)", "passed_rule": "reward >= 1",
+                    "unpaired_tasks": len(scan.unpaired_tasks)},
          "n_tasks": len(tasks_idx), "n_repeats": n_repeats, "problem_start": lo, "problem_end": hi,
          "total_shards": 1, "created_at": os.path.getmtime(rollouts), "nel_version": __version__},
         {"shard_idx": 0, "total_shards": 1, "problem_start": lo, "problem_end": hi},
