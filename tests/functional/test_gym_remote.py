@@ -21,6 +21,7 @@ from gym_helpers import GYM_PYTHON, NOT_INSTALLED, gym_resources_server
 from nel_helpers import NEL, assert_ok, assert_one_line_error, clean_env, free_port, nel, stop
 
 from workbench.environments import get_environment
+from workbench.errors import UsageError
 from workbench.mock import MockHandle
 from workbench.store import open_store
 
@@ -192,6 +193,45 @@ class TestNativeGym:
         proc = nel(*_run_args(bench, mock, tmp_path / "out", problems=2, repeats=1), cwd=tmp_path)
         line = assert_one_line_error(proc, 1)
         assert "HTTP 422" in line and "question" in line and f"http://{gym_server}/verify" in line
+
+
+class TestPlainURLAgainstAGymServer:
+    """`gym://HOST:PORT` as a user first types it, pointed at a NeMo Gym resources server."""
+
+    @needs_gym
+    def test_without_rows_it_says_in_one_line_what_to_add(self, mock, gym_server, tmp_path):
+        proc = nel(*_run_args(f"gym://{gym_server}", mock, tmp_path / "out", problems=1, repeats=1), cwd=tmp_path)
+        line = assert_one_line_error(proc, 2)
+        assert "is a NeMo Gym resources server" in line
+        assert line.endswith(f"gym://{gym_server}?protocol=native&data=ROWS.jsonl")
+        assert not (tmp_path / "out" / "nel.duckdb").exists()
+
+    @needs_gym
+    def test_the_hint_keeps_the_urls_other_parameters(self, gym_server, monkeypatch):
+        from workbench.gym.remote import remote_environment
+
+        monkeypatch.setenv("GYM_TOKEN", "t")
+        with pytest.raises(UsageError) as refused:
+            remote_environment(f"gym://{gym_server}?auth_token_env=GYM_TOKEN&timeout=30")
+        assert str(refused.value).endswith(
+            f"gym://{gym_server}?protocol=native&data=ROWS.jsonl&auth_token_env=GYM_TOKEN&timeout=30")
+
+    @needs_gym
+    def test_data_alone_speaks_gyms_protocol_and_exported_rows_keep_nels_task_ids(self, mock, gym_server, tmp_path):
+        """Rows `nel serve --export-data` wrote (with the question math_with_judge reads) run against Gym's own
+        server under the task ids of the native gsm8k run: the two runs pair."""
+        from workbench.serve.export import gym_rows
+
+        env = get_environment("gsm8k")
+        rows = [{**row, "question": row["responses_create_params"]["input"][-1]["content"]}
+                for row, _ in zip(gym_rows(env), range(3), strict=False)]
+        (tmp_path / "rows.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+        proc = nel(*_run_args(f"gym://{gym_server}?data=rows.jsonl", mock, tmp_path / "out", problems=3, repeats=1),
+                   cwd=tmp_path)
+        assert_ok(proc)
+        steps = _steps(tmp_path / "out")
+        assert [s["task_id"] for s in steps] == [env.seed(i).task_id for i in range(3)]
+        assert {orjson.loads(s["scoring_details"])["method"] for s in steps} == {"gym_native"}
 
 
 class TestBadInput:

@@ -148,11 +148,20 @@ class EvaluatorEnvironment(RemoteEnvironment):
         health = http.request_sync(self._client(), "GET", self._endpoint("/health"))
         size = health.get("dataset_size")
         if not isinstance(size, int) or size < 0:
-            raise RunFailed(f"{self._endpoint('/health')} gave no dataset_size: {orjson.dumps(health)[:200]!r}")
+            raise self._not_nel_serve(health)
         self.name = str(health.get("benchmark") or "remote")
         self._size = size
         self._health = health
         self._seeds: dict[int, SeedResult] = {}
+
+    def _not_nel_serve(self, health: dict[str, Any]) -> Exception:
+        """Why a server without ``dataset_size`` cannot be run as it is named, and what to add to the URL."""
+        native = self.url.as_native()
+        if _is_gym_resources_server(self._client(), self.url.base_url):
+            return UsageError(f"{self.url.raw} is a NeMo Gym resources server: it scores rows but does not serve "
+                              f"them (its /health has no dataset_size); give the rows to seed from: {native}")
+        return RunFailed(f"{self._endpoint('/health')} gave no dataset_size: {orjson.dumps(health)[:200]!r}; "
+                         f"gym:// speaks to nel serve, or, for a NeMo Gym resources server, {native}")
 
     def __len__(self) -> int:
         return self._size
@@ -209,6 +218,20 @@ class EvaluatorEnvironment(RemoteEnvironment):
         return _hash(self.url.identity(), h.get("benchmark"), h.get("dataset_size"), h.get("data_hash"))
 
 
+_GYM_ROUTES = ("/seed_session", "/verify", "/aggregate_metrics")
+"""The routes every NeMo Gym resources server publishes (``nemo_gym.base_resources_server``)."""
+
+
+def _is_gym_resources_server(client: httpx.Client, base_url: str) -> bool:
+    """Whether ``base_url`` publishes Gym's resources-server routes in its OpenAPI document."""
+    try:
+        response = client.get(f"{base_url}/openapi.json")
+        paths = orjson.loads(response.content).get("paths") if response.is_success else None
+    except (httpx.HTTPError, orjson.JSONDecodeError, AttributeError):
+        return False
+    return isinstance(paths, dict) and all(route in paths for route in _GYM_ROUTES)
+
+
 def _text(content: Any) -> str:
     """A Responses-API content value (a string or a list of ``input_text`` parts) as text."""
     if isinstance(content, str):
@@ -258,9 +281,11 @@ class NativeGymEnvironment(RemoteEnvironment):
             except ValueError as exc:
                 raise UsageError(f"{url.data}:{lineno}: not a NeMo Gym row: {exc}") from None
             prompt = "\n\n".join(str(m["content"]) for m in messages if m["role"] != "system")
+            own_id = row.get("task_id")  # a row exported by nel serve keeps nel's id: the run pairs with native runs
             self._seeds.append(SeedResult(
                 prompt=prompt, messages=tuple(messages), expected_answer=str(row.get("expected_answer") or ""),
-                task_id=task_id_of(row), metadata={"idx": len(self._rows)},
+                task_id=own_id if isinstance(own_id, str) and own_id else task_id_of(row),
+                metadata={"idx": len(self._rows)},
             ))
             self._rows.append(row)
         if not self._rows:

@@ -6,8 +6,10 @@ Grammar (one line, no spaces)::
                              [&tls=true|false][&timeout=SECONDS]
 
 ``protocol=evaluator`` (the default) speaks to another ``nel serve``; ``protocol=native`` speaks to a
-NeMo Gym resources server and needs ``data``, the Gym rows (JSONL) to seed from. The token named by
-``auth_token_env`` is read from the environment, never from the URL, so it never reaches the store.
+NeMo Gym resources server and needs ``data``, the Gym rows (JSONL) to seed from (a Gym server scores rows
+but does not serve them). ``data`` alone implies ``protocol=native``: only that protocol reads local rows.
+The token named by ``auth_token_env`` is read from the environment, never from the URL, so it never
+reaches the store.
 Every mistake is a one-line ``UsageError`` naming the part that is wrong.
 """
 
@@ -64,6 +66,12 @@ class GymURL:
         register_secret(token)  # a server that quotes the request back must not put it in the store
         return {"Authorization": f"Bearer {token}"}
 
+    def as_native(self, data: str = "ROWS.jsonl") -> str:
+        """This URL speaking Gym's native protocol with ``data`` as its rows: what to write for a Gym server."""
+        base, _, query = self.raw.partition("?")
+        kept = [f"{k}={v}" for k, v in parse_qsl(query) if k not in ("protocol", "data")]
+        return f"{base}?{'&'.join(['protocol=native', f'data={data}', *kept])}"
+
     def identity(self) -> dict[str, object]:
         """What names this server in a run's identity (the data file counts by its hash, not its path)."""
         return {"url": self.base_url, "protocol": self.protocol}
@@ -114,7 +122,7 @@ def parse_gym_url(url: str, *, cwd: Path | None = None) -> GymURL:
         port_text = None  # an IPv6 literal without a port
     port = _port(url, port_text)
     params = _query(url, parts.query)
-    protocol = params.get("protocol", "evaluator")
+    protocol = params.get("protocol", "native" if "data" in params else "evaluator")
     if protocol not in PROTOCOLS:
         raise _fail(url, "protocol", f"{protocol!r} is not one of {', '.join(PROTOCOLS)}")
     data: Path | None = None
