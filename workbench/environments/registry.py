@@ -56,6 +56,7 @@ def register(name: str, with_dataset: DatasetFactory | None = None) -> Callable[
         _WITH_DATASET.pop(name, None)
         if with_dataset is not None:
             _WITH_DATASET[name] = with_dataset
+        get_environment.cache_clear()  # registered again (a notebook cell rerun): the new definition from now on
         return factory
 
     return decorator
