@@ -51,6 +51,8 @@ def register(name: str, with_dataset: DatasetFactory | None = None) -> Callable[
     """Register an environment factory under ``name`` (and ``with_dataset``, building it over another source)."""
 
     def decorator(factory: F) -> F:
+        if isinstance(factory, type) and issubclass(factory, EvalEnvironment) and factory.name == "unnamed":
+            factory.name = name  # a class that names itself only here (NeMo Evaluator's way) runs under that name
         _REGISTRY[name] = factory
         _TOML.pop(name, None)
         _WITH_DATASET.pop(name, None)
