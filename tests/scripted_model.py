@@ -23,10 +23,11 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from workbench.environments.base import EvalEnvironment, SeedResult, VerifyResult
+from workbench.environments.base import EvalEnvironment, VerifyResult
 from workbench.model.client import FatalModelError, ModelResponse
 from workbench.model.failures import FailureCategory
 from workbench.solvers.base import AttemptContext, SolverOutput
+from workbench.types import SeedResult  # the engine's type (solvers take it), not the environments' friendlier subclass
 
 # The HTTP status a real endpoint gives with each transport failure (None: no answer at all).
 _STATUS: dict[str, int | None] = {"rate_limit": 429, "timeout": None, "server_error": 500, "context_window": 400,

@@ -8,15 +8,36 @@ workers all drive environments through this one interface.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from workbench.types import BenchmarkFigures, Message, SeedResult, VerifyResult
+from workbench.environments.coroutines import blocking
+from workbench.types import BenchmarkFigures, Message, VerifyResult
+from workbench.types import SeedResult as _SeedResult
 
 __all__ = ["AnswerKeyEntry", "BenchmarkFigures", "Capabilities", "EvalEnvironment", "Message", "ScoringMode",
            "SeedResult", "VerifyResult", "too_long"]
+
+
+class SeedResult(_SeedResult):
+    """One problem, ready to send to a model (``workbench.types.SeedResult``), built from as little as NeMo
+    Evaluator's ``SeedResult(prompt=…, expected_answer=…, metadata=…)``: the messages default to the prompt as
+    one user message, and the task id to the hash of the prompt and expected answer (content, not position, as
+    the built-in benchmarks' ids are), so runs of the same problems pair whoever wrote the environment."""
+
+    __slots__ = ()
+
+    def __init__(self, prompt: str, messages: Sequence[Message] | None = None, *, expected_answer: str,
+                 task_id: str | None = None, metadata: dict[str, Any] | None = None) -> None:
+        if task_id is None:
+            from workbench.environments.dataset import task_id_of  # dataset imports this module
+
+            task_id = task_id_of({"prompt": prompt, "expected_answer": expected_answer})
+        super().__init__(prompt=prompt, expected_answer=expected_answer, task_id=task_id,
+                         messages=({"role": "user", "content": prompt},) if messages is None else tuple(messages),
+                         metadata={} if metadata is None else metadata)
 
 
 def too_long(chars: int, limit: int) -> VerifyResult:
@@ -80,6 +101,16 @@ class EvalEnvironment(ABC):
 
     capabilities: Capabilities = Capabilities()
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """An ``async def seed`` or ``verify`` (NeMo Evaluator's way) becomes the plain call the engine, the server
+        and the scoring pools make, run on one event loop of its own (``workbench.environments.coroutines``): the
+        one place both kinds are reconciled."""
+        super().__init_subclass__(**kwargs)
+        for name in ("seed", "verify"):
+            method = cls.__dict__.get(name)
+            if method is not None:
+                setattr(cls, name, blocking(method))
+
     figures_source: ClassVar[str | None] = None
     """Whose run-level figures ``benchmark_figures`` computes (``"OpenAI simple-evals"``, ``"lm-eval"``); ``None``
     (the default): the benchmark has none beyond the mean reward. Declared on the class, so the end-of-run summary
@@ -90,7 +121,7 @@ class EvalEnvironment(ABC):
     def __len__(self) -> int: ...
 
     @abstractmethod
-    def seed(self, idx: int) -> SeedResult:
+    def seed(self, idx: int) -> _SeedResult:
         """Return problem ``idx`` (0-based) as a prompt with its expected answer."""
 
     @abstractmethod

@@ -51,11 +51,14 @@ def register(name: str, with_dataset: DatasetFactory | None = None) -> Callable[
     """Register an environment factory under ``name`` (and ``with_dataset``, building it over another source)."""
 
     def decorator(factory: F) -> F:
+        if isinstance(factory, type) and issubclass(factory, EvalEnvironment) and factory.name == "unnamed":
+            factory.name = name  # a class that names itself only here (NeMo Evaluator's way) runs under that name
         _REGISTRY[name] = factory
         _TOML.pop(name, None)
         _WITH_DATASET.pop(name, None)
         if with_dataset is not None:
             _WITH_DATASET[name] = with_dataset
+        get_environment.cache_clear()  # registered again (a notebook cell rerun): the new definition from now on
         return factory
 
     return decorator

@@ -14,12 +14,13 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Protocol, runtime_checkable
 
-from workbench.environments.base import AnswerKeyEntry, Capabilities, EvalEnvironment, SeedResult, VerifyResult
+from workbench.environments.base import AnswerKeyEntry, Capabilities, EvalEnvironment, VerifyResult
 from workbench.errors import UsageError
 from workbench.model.client import ModelResponse
 from workbench.sandbox.base import Sandbox, Sandboxes, finish_despite_cancel
 from workbench.solvers.sandbox_tools import SandboxToolBox
 from workbench.solvers.tools import ToolBox
+from workbench.types import SeedResult  # the engine's type, which attempts carry
 
 
 @runtime_checkable
