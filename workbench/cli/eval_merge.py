@@ -29,8 +29,7 @@ def cmd_eval_merge(args: argparse.Namespace) -> int:
         if unknown:
             raise UsageError(f"--run: no run {', '.join(unknown)} in {target}")
     if args.repeats is not None:
-        _check_repeats(target, [r.run.run_id for r in runs if not r.settled or r.run.run_id in (args.run or ())],
-                       args.repeats)
+        _check_repeats(target, [r.run.run_id for r in runs], args.repeats)
     for settled in runs:
         if settled.settled:
             continue
@@ -56,7 +55,7 @@ def _check_repeats(store: Path, run_ids: list[str], repeats: int) -> None:
     marks = ", ".join("?" for _ in run_ids)
     rows = open_store(store).dicts(f"SELECT run_id, n_repeats FROM runs WHERE run_id IN ({marks}) ORDER BY run_id",
                                    run_ids)
-    wrong = [f"{r['run_id']} has {r['n_repeats']}" for r in rows if r["n_repeats"] != repeats]
+    wrong = [f"run {r['run_id']} has {r['n_repeats']}" for r in rows if r["n_repeats"] != repeats]
     if wrong:
         raise UsageError(f"--repeats {repeats}: {'; '.join(wrong)} repeats per problem")
 
