@@ -55,7 +55,9 @@ def gitlab_jobs(doc: dict[str, Any]) -> list[tuple[str, list[str]]]:
 
 def github_jobs(doc: dict[str, Any]) -> list[tuple[str, list[str]]]:
     """Each job's `run:` steps but the install ones, the jobs in an order their `needs:` allow."""
-    jobs, ordered, done = doc["jobs"], [], set()
+    jobs = doc["jobs"]
+    ordered: list[tuple[str, list[str]]] = []
+    done: set[str] = set()
     while len(done) < len(jobs):
         ready = [n for n, j in jobs.items() if n not in done and set(j.get("needs", [])) <= done]
         assert ready, f"{GITHUB}: a cycle in needs:"

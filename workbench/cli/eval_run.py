@@ -83,7 +83,8 @@ def check_run_args(args: argparse.Namespace) -> None:
     missing = [flag for dest, flag in (("bench", "-b/--bench"), ("model_url", "--model-url"),
                                       ("model_id", "--model-id")) if not getattr(args, dest)]
     if missing:
-        raise UsageError(f"the following arguments are required: {', '.join(missing)} (or give a config file)")
+        raise UsageError(f"the following arguments are required: {', '.join(missing)} (or give a config file; a "
+                         "model used every time can be set once: nel config set model_url URL / model_id NAME)")
 
 
 def apply_adapter(args: argparse.Namespace) -> None:

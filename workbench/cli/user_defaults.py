@@ -19,13 +19,14 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from workbench.errors import UsageError
+from workbench.secrets import url_has_credentials
 
 
 def _url(value: str) -> str:
     parts = urlsplit(value)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ValueError(f"expected an http(s) URL such as http://localhost:8000/v1, got {value!r}")
-    if parts.username or parts.password or re.search(r"(key|token|secret|password)=", parts.query, re.I):
+    if url_has_credentials(value):
         raise ValueError("the URL carries credentials; secrets never go in the config file (use $NEMO_API_KEY)")
     return value
 
