@@ -103,8 +103,8 @@ def _add_eval_merge(sub: argparse._SubParsersAction) -> None:
     p.add_argument("dirs", nargs="+", metavar="DIR", help="output dirs or store files holding shard segments")
     p.add_argument("--store", help="store to merge into (default: the first DIR's)")
     p.add_argument("-n", "--repeats", type=_positive_int, metavar="N",
-                   help="the repeats every merged run must have (default: each run's own); a run with other "
-                        "repeats is refused, naming it")
+                   help="the repeats every merged run must have (default: each run's own): one with other "
+                        "repeats is named and the merge exits 2")
     p.add_argument("--run", action="append", metavar="RUN",
                    help="answer for this run only (repeatable; default: every run merged now and every sharded run "
                         "of the store): its missing shards and its export")
