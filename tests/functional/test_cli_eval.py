@@ -217,7 +217,7 @@ class TestCatalogue:
         assert_ok(proc)
         header = ["NAME", "DOMAIN", "SIZE", "REPEATS", "SCORER", "SOURCE", "PRESENT"]
         assert proc.stdout.split("\n")[0].split() == header
-        assert re.search(r"^gsm8k\s+math\s+1319\s+4\s+numeric\s+local\s+n/a$", proc.stdout, re.M), proc.stdout
+        assert re.search(r"^gsm8k\s+math\s+1319\s+4\s+numeric\s+builtin\s+n/a$", proc.stdout, re.M), proc.stdout
 
     def test_list_json_is_machine_readable(self, tmp_path):
         proc = nel("list", "--json", cwd=tmp_path)

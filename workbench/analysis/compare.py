@@ -36,6 +36,7 @@ from workbench.stats.paired import (
     tasks_needed,
     wilcoxon_signed_rank,
 )
+from workbench.stats.passk import pass_at_k_per_task
 from workbench.types import Verdict
 
 VERDICTS = tuple(Verdict)
@@ -202,6 +203,7 @@ class Comparison:
     reasons: tuple[str, ...]
     warnings: tuple[str, ...]
     collapsed: tuple[CategoryDelta, ...] = ()  # collapsed_categories: named in the reasons
+    pass_at_k: tuple[MetricDelta, ...] = ()  # pass_at_k_deltas: pass@1 .. pass@K over the paired tasks
 
     @property
     def mcnemar_applies(self) -> bool:
@@ -261,7 +263,37 @@ def compare_runs(
         category_column=column, categories=categories, runtime=runtime, flips=flips(paired),
         verdict=verdict_, reasons=reasons, warnings=_warnings(baseline, candidate),
         collapsed=collapsed_categories(categories, max_drop) if score.n_tasks else (),
+        pass_at_k=pass_at_k_deltas(paired, b_tasks, c_tasks, max_drop=max_drop, seed=seed, n_resamples=n_resamples,
+                                   confidence=confidence),
     )
+
+
+def pass_at_k_ks(max_k: int) -> list[int]:
+    """The k a regression report gives pass@k for: every k up to 8, then the powers of two, and the largest."""
+    return sorted({k for k in range(1, min(max_k, 8) + 1)} | {2 ** i for i in range(max_k.bit_length())
+                                                            if 2 ** i <= max_k} | ({max_k} if max_k else set()))
+
+
+def pass_at_k_deltas(paired: pl.DataFrame, baseline_tasks: pl.DataFrame, candidate_tasks: pl.DataFrame,
+                     **options: Any) -> tuple[MetricDelta, ...]:
+    """pass@k of both sides compared paired by task (NeMo Evaluator's ``pass@1``, ``pass@2`` ... keys), for each k
+    every paired task has attempts for on both sides: each task's unbiased estimate 1 − C(n−c, k)/C(n, k) (an
+    errored attempt counts as a failure) is its score, and ``metric_delta`` does the rest."""
+    if paired.is_empty():
+        return ()
+    max_k = int(min(paired["n_b"].to_numpy().min(), paired["n_c"].to_numpy().min()))
+
+    def at_k(frame: pl.DataFrame, k: int, suffix: str = "") -> pl.DataFrame:
+        n, c = frame[f"n{suffix}"].to_numpy(), frame[f"n_pass{suffix}"].to_numpy()
+        keep = n >= k
+        return frame.filter(pl.Series(keep)).with_columns(
+            pl.Series(f"score{suffix}", pass_at_k_per_task(n[keep], c[keep], k)))
+
+    out = []
+    for k in pass_at_k_ks(max_k):
+        pairs = at_k(at_k(paired, k, "_b"), k, "_c")
+        out.append(metric_delta(f"pass@{k}", pairs, at_k(baseline_tasks, k), at_k(candidate_tasks, k), **options))
+    return tuple(out)
 
 
 def task_scores(run: RunData) -> pl.DataFrame:
@@ -615,11 +647,10 @@ def regression_report(c: Comparison) -> dict[str, Any]:
         "warnings": list(c.warnings),
         "test_used": "mcnemar" if mcnemar.applicable else "permutation",
         "test_reason": "one pass/fail outcome per task on each side" if mcnemar.applicable else mcnemar.note,
-        "score_deltas": {m.metric: _delta_dict(m) for m in (s, *c.other_scores)},
+        "score_deltas": {m.metric: _delta_dict(m) for m in (*c.pass_at_k, s, *c.other_scores)},
         "category_column": c.category_column,
         "category_deltas": {d.category: _category_dict(d, d in c.collapsed) for d in c.categories},
-        "runtime_deltas": {r.name: {"baseline": r.baseline, "candidate": r.candidate, "delta": r.delta,
-                                    "relative_pct": 100 * r.relative} for r in c.runtime},
+        "runtime_deltas": _runtime_dict(c.runtime),
         "mcnemar": {
             **_test_dict(mcnemar), "n_discordant": len(regressions) + len(improvements) if mcnemar.applicable else None,
             "n_regressions": len(regressions), "n_improvements": len(improvements), "hypothesis": "two-sided",
@@ -646,10 +677,29 @@ def _run_dict(r: RunInfo) -> dict[str, Any]:
             "n_attempts": r.n_attempts, "n_errors": r.n_errors, "error_rate": r.error_rate, "source": r.source}
 
 
+def _runtime_dict(runtime: Sequence[RuntimeDelta]) -> dict[str, Any]:
+    """Each runtime figure, and NeMo Evaluator's ``tokens_per_second`` (completion tokens per second of request
+    time) beside ours."""
+    out = {r.name: {"baseline": r.baseline, "candidate": r.candidate, "delta": r.delta,
+                    "relative_pct": 100 * r.relative} for r in runtime}
+    if "completion_tokens_per_s" in out:
+        out["tokens_per_second"] = dict(out["completion_tokens_per_s"])
+    return out
+
+
+def headline_test(m: MetricDelta) -> SignificanceTest:
+    """The test a report's ``p_value`` comes from: McNemar's exact test when each task has one pass/fail outcome a
+    side, else the sign-flip permutation test of the paired differences (``test_used`` in regression.json)."""
+    mcnemar = m.test("mcnemar_exact")
+    return mcnemar if mcnemar.applicable else m.test("sign_flip_permutation")
+
+
 def _delta_dict(m: MetricDelta) -> dict[str, Any]:
+    test = headline_test(m)
     return {
         "baseline": m.baseline, "candidate": m.candidate, "delta": m.delta, "relative_pct": 100 * m.relative,
-        "ci_overlap": m.ci_overlap, "n_tasks": m.n_tasks, "ci_low": m.low, "ci_high": m.high,
+        "ci_overlap": m.ci_overlap, "p_value": test.p_value, "significant": test.applicable and test.p_value < ALPHA,
+        "test": test.name, "n_tasks": m.n_tasks, "ci_low": m.low, "ci_high": m.high,
         "bootstrap_low": m.boot_low, "bootstrap_high": m.boot_high,
         "decision_low": m.decision_low, "decision_high": m.decision_high, "decision_method": m.decision_method,
         "se": m.se, "sd_diff": m.sd,

@@ -69,6 +69,8 @@ def _add_eval_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-O", "--override", action="append", metavar="DOT.PATH=VALUE",
                    help="override a config value, e.g. -O benchmarks.0.repeats=8 (repeatable)")
     add_spec_flags(p, store_default=os.environ.get("NEL_STORE"))
+    p.add_argument("--adapter", metavar="URI",
+                   help="the benchmark as an adapter URI (gym://HOST:PORT, lm-eval://TASK): the same as -b URI")
     e = p.add_argument_group("execution")
     e.add_argument("--spec", metavar="FILE.json|env",
                    help="run a JSON run specification (what workers are given; `env`: the one in $NEL_RUN_SPEC) "
@@ -100,6 +102,9 @@ def _add_eval_merge(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("merge", help="merge shard outputs into the store and recompute metrics")
     p.add_argument("dirs", nargs="+", metavar="DIR", help="output dirs or store files holding shard segments")
     p.add_argument("--store", help="store to merge into (default: the first DIR's)")
+    p.add_argument("-n", "--repeats", type=_positive_int, metavar="N",
+                   help="the repeats every merged run must have (default: each run's own): one with other "
+                        "repeats is named and the merge exits 2")
     p.add_argument("--run", action="append", metavar="RUN",
                    help="answer for this run only (repeatable; default: every run merged now and every sharded run "
                         "of the store): its missing shards and its export")
@@ -177,7 +182,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="largest tolerated drop of the metric (absolute, default 0.05)")
     cmp.add_argument("--metric", help="compare this metric (default: each run's primary metric)")
     cmp.add_argument("--strict", action="store_true", help="exit 1 on BLOCK, 2 on WARN or INCONCLUSIVE")
-    cmp.add_argument("--output", metavar="regression.json", help="write the full comparison as JSON")
+    cmp.add_argument("-o", "--output", metavar="regression.json", help="also write the full comparison as JSON (a "
+                     "directory: regression.json in it)")
     cmp.add_argument("--show-flips", action="store_true", help="list every task that flipped")
     cmp.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and permutation test (default 0)")
     _store_arg(cmp)
@@ -190,6 +196,8 @@ def build_parser() -> argparse.ArgumentParser:
     gate.add_argument("--format", choices=("text", "json"), default="text")
     gate.add_argument("--strict", action="store_true", help="exit 1 on NO-GO, 2 on INCONCLUSIVE")
     gate.add_argument("--verbose", action="store_true", help="show each benchmark's statistics")
+    gate.add_argument("-o", "--output", metavar="gate.json", help="also write the gate's report as JSON (a "
+                      "directory: gate.json in it)")
     gate.add_argument("--seed", type=int, default=0)
     gate.set_defaults(func=_handler("compare_cmd", "cmd_gate"))
 
@@ -257,7 +265,8 @@ def build_parser() -> argparse.ArgumentParser:
     _store_arg(gym)
     gym.set_defaults(func=_handler("import_gym", "cmd_import_gym"))
 
-    cfg = sub.add_parser("config", help="the run specification: its JSON Schema, or a config file checked")
+    cfg = sub.add_parser("config", help="the run specification (its JSON Schema, a config file checked) and the "
+                         "persistent user defaults (show, set, unset)")
     cfg_sub = cfg.add_subparsers(dest="config_command", metavar="SUBCOMMAND", required=True)
     schema = cfg_sub.add_parser("schema", help="print the JSON Schema of a config file (point your editor at it)")
     schema.set_defaults(func=_handler("config_cmd", "cmd_config_schema"))
@@ -266,6 +275,16 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("-O", "--override", action="append", metavar="DOT.PATH=VALUE")
     check.add_argument("--json", action="store_true", help="print the resolved specification as JSON (no secret)")
     check.set_defaults(func=_handler("config_cmd", "cmd_config_check"))
+    show = cfg_sub.add_parser("show", help="the user defaults (model URL and id, store, output dir) and their file")
+    show.add_argument("--json", action="store_true", help="machine-readable output")
+    show.set_defaults(func=_handler("config_cmd", "cmd_config_show"))
+    cset = cfg_sub.add_parser("set", help="set a user default, used by every command whose flag is not given")
+    cset.add_argument("key", metavar="KEY", help="model_url, model_id, store or output_dir")
+    cset.add_argument("value", metavar="VALUE")
+    cset.set_defaults(func=_handler("config_cmd", "cmd_config_set"))
+    unset = cfg_sub.add_parser("unset", help="remove a user default")
+    unset.add_argument("key", metavar="KEY")
+    unset.set_defaults(func=_handler("config_cmd", "cmd_config_unset"))
 
     tui = sub.add_parser("tui", help="the terminal UI: runs, live progress, sometimes-pass tasks, trajectory diffs")
     _store_arg(tui)
@@ -322,6 +341,9 @@ def build_parser() -> argparse.ArgumentParser:
     ls.add_argument("--json", action="store_true", help="machine-readable output")
     ls.add_argument("--search", metavar="TEXT", help="only benchmarks of a domain (math, code, knowledge, safety, "
                     "agent) or whose name or description contain TEXT")
+    ls.add_argument("--source", metavar="TEXT", help="only benchmarks from this source: builtin (shipped with "
+                    "nel), hf (a Hugging Face dataset), byob (a --benchmark-file's), lm-eval (lm-evaluation-harness "
+                    "tasks), or text its SOURCE column contains")
     _benchmark_file_arg(ls)
     ls.set_defaults(func=_handler("misc", "cmd_list"))
 
@@ -333,11 +355,16 @@ def build_parser() -> argparse.ArgumentParser:
     pull.add_argument("--all", action="store_true", help="every hub-backed built-in benchmark")
     pull.set_defaults(func=_handler("benchmarks_cmd", "cmd_benchmarks_pull"))
 
-    val = sub.add_parser("validate", help="seed a benchmark and check its answer key scores 1.0")
+    val = sub.add_parser("validate", help="seed a benchmark and check its answer key scores 1.0; with a model, run "
+                         "seed -> model -> verify on a few problems and show each verdict")
     val.add_argument("-b", "--bench", required=True, metavar="NAME", help="benchmark name or a BYOB .py file")
     _benchmark_file_arg(val)
-    val.add_argument("--samples", type=_positive_int, default=5, help="problems to show (default 5)")
-    val.set_defaults(func=_handler("misc", "cmd_validate"))
+    val.add_argument("--samples", type=_positive_int, default=10, help="problems to check (default 10)")
+    val.add_argument("--model-url", metavar="URL", help="run the problems against this model (default: the user "
+                     "default model_url, if set with its model_id)")
+    val.add_argument("--model-id", metavar="NAME", help="model name sent in each request")
+    val.add_argument("--no-model", action="store_true", help="only check the answer key, even with a default model")
+    val.set_defaults(func=_handler("validate_cmd", "cmd_validate"))
     return parser
 
 

@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -49,14 +49,23 @@ def cmd_compare(args: argparse.Namespace) -> int:
     comparison = compare_runs(baseline, candidate, max_drop=args.max_drop, seed=args.seed, other_metrics=others)
     sys.stdout.write(render_comparison(comparison, show_flips=args.show_flips) + "\n")
     if args.output:
-        from workbench.export.artifacts import write_json  # atomic; imported only when needed
-
-        out = Path(args.output)
-        if out.is_dir() or args.output.endswith(("/", os.sep)):
-            out = out / "regression.json"
-        out.parent.mkdir(parents=True, exist_ok=True)
-        print(f"wrote {write_json(out, regression_report(comparison))}")
+        print(f"wrote {write_report(args.output, 'regression.json', regression_report(comparison))}")
     return COMPARE_EXIT[comparison.verdict] if args.strict else 0
+
+
+def write_report(output: str, default_name: str, report: dict[str, Any]) -> Path:
+    """``--output`` of compare and gate: the JSON report at ``output``, or ``default_name`` in it when it is a
+    directory (or ends with a slash); written atomically, before the exit code is decided."""
+    from workbench.export.artifacts import write_json  # atomic; imported only when needed
+
+    out = Path(output)
+    if out.is_dir() or output.endswith(("/", os.sep)):
+        out = out / default_name
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        return write_json(out, report)
+    except OSError as exc:
+        raise UsageError(f"--output {output}: cannot write the report: {exc.strerror or exc}") from None
 
 
 def load_side(source: str, store: Path, metric: str | None) -> RunData:
@@ -171,6 +180,9 @@ def cmd_gate(args: argparse.Namespace) -> int:
         sys.stdout.buffer.write(orjson.dumps(result.to_dict(), option=orjson.OPT_INDENT_2) + b"\n")
     else:
         sys.stdout.write(render_gate(result, verbose=args.verbose) + "\n")
+    if args.output:
+        written = write_report(args.output, "gate.json", result.to_dict())
+        print(f"wrote {written}", file=sys.stderr if args.format == "json" else sys.stdout)
     return GATE_EXIT[result.decision] if args.strict else 0
 
 

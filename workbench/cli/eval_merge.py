@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from workbench.cli.eval_run import read_summary
 from workbench.errors import UsageError
@@ -27,6 +28,8 @@ def cmd_eval_merge(args: argparse.Namespace) -> int:
         unknown = sorted(set(args.run) - {r.run.run_id for r in runs})
         if unknown:
             raise UsageError(f"--run: no run {', '.join(unknown)} in {target}")
+    if args.repeats is not None:
+        _check_repeats(target, [r.run.run_id for r in runs], args.repeats)
     for settled in runs:
         if settled.settled:
             continue
@@ -40,6 +43,21 @@ def cmd_eval_merge(args: argparse.Namespace) -> int:
         if settled.export is not None:
             print(f"    export {settled.export}")
     return 1 if any(r.incomplete for r in runs) else 0
+
+
+def _check_repeats(store: Path, run_ids: list[str], repeats: int) -> None:
+    """``-n N``: every run the merge answers for was planned with N repeats per problem; one that was not is
+    named (exit 2): its pass@k would not be the pass@k a pipeline expecting N reads."""
+    if not run_ids:
+        return
+    from workbench.store import open_store
+
+    marks = ", ".join("?" for _ in run_ids)
+    rows = open_store(store).dicts(f"SELECT run_id, n_repeats FROM runs WHERE run_id IN ({marks}) ORDER BY run_id",
+                                   run_ids)
+    wrong = [f"run {r['run_id']} has {r['n_repeats']}" for r in rows if r["n_repeats"] != repeats]
+    if wrong:
+        raise UsageError(f"--repeats {repeats}: {'; '.join(wrong)} repeats per problem")
 
 
 def _shard_note(run: RunCompleteness) -> str:

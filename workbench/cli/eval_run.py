@@ -16,6 +16,7 @@ from typing import Any
 from workbench.cli.paths import store_path
 from workbench.cli.progress import progress_bar
 from workbench.cli.render import render_summary
+from workbench.cli.user_defaults import fill_run_args
 from workbench.engine import RunProgress, RunResult, Shard
 from workbench.engine.plan import RunPlan
 from workbench.errors import NelError, UsageError
@@ -25,7 +26,7 @@ from workbench.spec import Benchmark, RunSpec
 from workbench.spec.flags import spec_flags, spec_from_flags
 from workbench.store import open_store
 
-__all__ = ["check_run_args", "cmd_eval_reverify", "cmd_eval_run", "read_summary", "run_spec"]
+__all__ = ["apply_adapter", "check_run_args", "cmd_eval_reverify", "cmd_eval_run", "read_summary", "run_spec"]
 
 
 def metric_lines(store: Path, run_id: str, names: Sequence[str]) -> list[str]:
@@ -82,7 +83,24 @@ def check_run_args(args: argparse.Namespace) -> None:
     missing = [flag for dest, flag in (("bench", "-b/--bench"), ("model_url", "--model-url"),
                                       ("model_id", "--model-id")) if not getattr(args, dest)]
     if missing:
-        raise UsageError(f"the following arguments are required: {', '.join(missing)} (or give a config file)")
+        raise UsageError(f"the following arguments are required: {', '.join(missing)} (or give a config file; a "
+                         "model used every time can be set once: nel config set model_url URL / model_id NAME)")
+
+
+def apply_adapter(args: argparse.Namespace) -> None:
+    """``--adapter URI`` (NeMo Evaluator's flag) names the benchmark as ``-b URI`` does: a remote environment
+    (``gym://HOST:PORT``, ``lm-eval://TASK``). A plain name, or a second, different benchmark, is refused."""
+    adapter = getattr(args, "adapter", None)
+    if adapter is None:
+        return
+    if "://" not in adapter:
+        raise UsageError(f"--adapter {adapter}: expected a URI such as gym://HOST:PORT or lm-eval://TASK; a "
+                         "benchmark name goes in -b/--bench")
+    if args.config or getattr(args, "spec", None):
+        raise UsageError("--adapter: not with a config file or --spec; name the benchmark there (benchmarks.N.name)")
+    if args.bench is not None and args.bench != adapter:
+        raise UsageError(f"--adapter {adapter}: -b/--bench {args.bench} names another benchmark; give one of them")
+    args.bench = adapter
 
 
 def _refuse_cluster_config(args: argparse.Namespace) -> None:
@@ -116,6 +134,8 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
                          "with `nel eval resume RUN`")
     if engine == "ray":
         require("ray", "--engine ray")
+    apply_adapter(args)
+    fill_run_args(args)
     check_run_args(args)
     if args.config and (background or shards is not None or engine == "ray"):
         _refuse_cluster_config(args)

@@ -1,4 +1,4 @@
-"""``nel sql``, ``nel list``, ``nel validate`` and ``nel model mock``."""
+"""``nel sql``, ``nel list`` and ``nel model mock``."""
 
 from __future__ import annotations
 
@@ -109,22 +109,53 @@ def _source(info: dict[str, object]) -> str:
         repo = dataset[len("hf://"):].split("?", 1)[0]
         revision = info.get("revision")
         return f"hf://{repo}" + (f"@{str(revision)[:8]}" if revision else "")
-    return "local"  # shipped with nel, or a BYOB file's own
+    return "byob" if info.get("origin") == "byob" else "builtin"  # a BYOB file's own data, or shipped with nel
+
+
+ORIGINS = ("builtin", "hf", "byob")
+"""Where a listed benchmark comes from (``nel list --source``): shipped with nel with its data, shipped with nel
+reading a Hugging Face dataset, or defined in a user's --benchmark-file."""
+LMEVAL_HINT = ("lm-evaluation-harness tasks are not listed here: run any generate_until task as -b 'lm-eval://TASK' "
+               "(the [lm-eval] extra; `lm_eval ls tasks` lists them)")
+
+
+def _origin(info: dict[str, object], byob: set[str]) -> str:
+    if info["name"] in byob:
+        return "byob"
+    return "hf" if str(info.get("dataset") or "").startswith("hf://") else "builtin"
+
+
+def _from_source(info: dict[str, object], needle: str) -> bool:
+    """``--source``: an origin by name (``ORIGINS``), else text the benchmark's source or dataset contains."""
+    if needle in ORIGINS:
+        return info["origin"] == needle
+    return any(needle in str(info.get(k) or "").lower() for k in ("source", "dataset"))
 
 
 def cmd_list(args: argparse.Namespace) -> int:
     from workbench.environments import benchmark_names
     from workbench.environments.registry import describe_benchmark
 
+    builtin = set(benchmark_names())
     resolve_bench("", args.benchmark_file)
+    byob = set(benchmark_names()) - builtin
     infos = [describe_benchmark(name) for name in benchmark_names()]
+    for info in infos:
+        info["origin"] = _origin(info, byob)
     if args.search:
         infos = [i for i in infos if _matches(i, args.search.lower())]
+    source = (args.source or "").lower()
+    if source:
+        infos = [i for i in infos if _from_source(i, source)]
+    if source in ("lm-eval", "lm_eval", "lmeval"):
+        print(f"nel: {LMEVAL_HINT}", file=sys.stderr)
     if args.json:
         sys.stdout.write(orjson.dumps(infos, option=orjson.OPT_INDENT_2).decode() + "\n")
         return 0
     if not infos:
-        print(f"no benchmark matches {args.search!r}")
+        wanted = " and ".join(f"{flag} {value!r}" for flag, value in (("--search", args.search),
+                                                                      ("--source", args.source)) if value)
+        print(f"no benchmark matches {wanted}")
         return 0
     header = ("NAME", "DOMAIN", "SIZE", "REPEATS", "SCORER", "SOURCE", "PRESENT")
     rows = [(str(i["name"]), str(i.get("domain") or ""), "?" if i.get("size") is None else str(i["size"]),
@@ -135,26 +166,3 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(shown("  ".join(cell.rjust(w) if c in (2, 3) else cell.ljust(w)
                               for c, (cell, w) in enumerate(zip(row, widths, strict=True))).rstrip()))
     return 0
-
-
-def cmd_validate(args: argparse.Namespace) -> int:
-    from workbench.environments import get_environment
-
-    env = get_environment(resolve_bench(args.bench, args.benchmark_file))
-    n = min(args.samples, len(env))
-    step = max(1, len(env) // n)
-    failures = 0
-    for idx in range(0, step * n, step):
-        seed = env.seed(idx)
-        ok, how = env.check_answer_key(idx)
-        failures += not ok
-        print(f"--- problem {idx} (task {seed.task_id})")
-        print(_clip(seed.prompt))
-        print(f">>> expected: {_clip(seed.expected_answer)!r}  {how} {'OK' if ok else 'FAIL'}")
-    verdict = "pass static checks (scoring needs a sandbox)" if env.requires_sandbox else "score 1.0"
-    print(f"{env.name}: {len(env)} problems; {n - failures}/{n} sampled expected answers {verdict}")
-    return 1 if failures else 0
-
-
-def _clip(text: str, limit: int = 400) -> str:
-    return text if len(text) <= limit else text[:limit] + " …"

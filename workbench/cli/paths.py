@@ -6,11 +6,19 @@ import argparse
 from pathlib import Path
 
 from workbench.cli import DEFAULT_OUTPUT_DIR
+from workbench.cli.user_defaults import load_defaults
 from workbench.store.layout import resolve_store_path
 
 
 def store_path(args: argparse.Namespace) -> Path:
-    """``--store`` (or $NEL_STORE) when given, else ``nel.duckdb`` in the output directory."""
+    """``--store`` (or $NEL_STORE) when given, else ``nel.duckdb`` in ``--output-dir``; without either, the user's
+    defaults (``nel config set store|output_dir``), else ``nel-results/nel.duckdb``."""
     if getattr(args, "store", None):
         return resolve_store_path(args.store)
-    return Path(getattr(args, "output_dir", None) or DEFAULT_OUTPUT_DIR) / "nel.duckdb"
+    output_dir = getattr(args, "output_dir", None)
+    if output_dir:
+        return Path(output_dir) / "nel.duckdb"
+    user = load_defaults()
+    if "store" in user:
+        return resolve_store_path(user["store"])
+    return Path(user.get("output_dir") or DEFAULT_OUTPUT_DIR) / "nel.duckdb"

@@ -197,6 +197,11 @@ def _frag(value: str | None) -> orjson.Fragment | None:
     return orjson.Fragment(value)
 
 
+RESULT_RUNTIME_FIELDS = ("prompt_tokens", "completion_tokens", "total_tokens", "reasoning_tokens", "latency_ms",
+                         "seed_ms", "model_ms", "verify_ms")
+"""Tokens and timings each results.jsonl line carries when the step knows them."""
+
+
 def results_line(s: dict[str, Any]) -> dict[str, Any]:
     """NeMo Evaluator's documented results.jsonl record, plus ours. Optional fields that are unknown are
     left out (its readers fall back on absent fields, e.g. on extracted_answer when model_response is)."""
@@ -209,6 +214,9 @@ def results_line(s: dict[str, Any]) -> dict[str, Any]:
                        ("scoring_details", _frag(s["scoring_details"]))):
         if value is not None:
             line[key] = value
+    for key in RESULT_RUNTIME_FIELDS:  # the step's own tokens and latency (NeMo Evaluator's StepRecord names)
+        if s[key] is not None:
+            line[key] = s[key]
     line["failure_category"] = s["failure_category"]
     if s["scores"] is not None:
         line["scores"] = _frag(s["scores"])

@@ -330,9 +330,10 @@ class Benchmark(Strict):
     solver: Solver = SimpleSolver()
     scoring: Scoring | None = None
     max_problems: Annotated[Positive | None, Flag("--max-problems", "evaluate only the first N problems",
-                                                  metavar="N", form=6, label="max problems", placeholder="all")] = None
+                                                  metavar="N", short="-m", form=6, label="max problems",
+                                                  placeholder="all")] = None
     repeats: Annotated[Positive | None, _limited(MAX_REPEATS),
-                       Flag("--repeats", "attempts per problem (default: the benchmark's)", form=5,
+                       Flag("--repeats", "attempts per problem (default: the benchmark's)", form=5, short="-n",
                             label="repeats", placeholder="the benchmark's default")] = None
     max_concurrent: Annotated[Positive, _limited(MAX_CONCURRENT),
                               Flag("--max-concurrent", "requests in flight (default 64)", form=7,
@@ -539,7 +540,7 @@ class Cluster(Strict):
 
 class Output(Strict):
     dir: Annotated[NonEmpty, Flag("--output-dir", "where runs and artifacts go (default nel-results/)",
-                                  metavar="DIR")] = "nel-results"
+                                  metavar="DIR", short="-o")] = "nel-results"
     store: Annotated[NonEmpty | None, Flag("--store", "store file (default: $NEL_STORE or OUTPUT_DIR/nel.duckdb)",
                                            metavar="PATH")] = None
 
