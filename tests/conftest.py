@@ -9,6 +9,7 @@ something machine-wide are one group together (``SHARED``), so two workers never
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import profiles  # noqa: F401  (registers the hypothesis profiles before `--hypothesis-profile` is read)
@@ -27,6 +28,10 @@ FIRST = ("docker", "functional/test_eval_ray.py", "functional/test_slurm.py", "f
 is left with one of them at the end while the other waits."""
 
 _TESTS = Path(__file__).parent
+
+# `nel config set` keeps a user's defaults under $XDG_CONFIG_HOME/nel; the developer's own must never steer a test
+# (every `nel` the suite starts inherits this environment). Tests of `nel config` point it elsewhere themselves.
+os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="nel-test-xdg-")
 
 
 def group_of(item: pytest.Item) -> str:

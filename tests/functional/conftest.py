@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
+import subprocess
 from collections.abc import Iterator
 
 import pytest
+from nel_helpers import NEL, clean_env, stop
 
 from workbench.mock import MockHandle, mock_model
 from workbench.sandbox.daemon import DockerdMissing, ensure_dockerd
@@ -31,3 +34,19 @@ def docker_image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if started is not None:
         started.terminate()
         started.wait(30)
+
+
+@pytest.fixture(scope="module")
+def nel_serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`nel serve -b gsm8k` on a free loopback port: its gym:// URL."""
+    cwd = tmp_path_factory.mktemp("serve")
+    proc = subprocess.Popen([NEL, "serve", "-b", "gsm8k", "--port", "0"], cwd=cwd, env=clean_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        match = re.search(r" at http://([\d.]+:\d+)", line)
+        assert match, f"no ready line from nel serve: {line!r}"
+        yield f"gym://{match.group(1)}"
+    finally:
+        stop(proc)

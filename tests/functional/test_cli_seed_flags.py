@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import re
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
 import pytest
-from nel_helpers import NEL, assert_ok, assert_one_line_error, clean_env, free_port, nel, stop
+from nel_helpers import assert_ok, assert_one_line_error, clean_env, free_port, nel
 
 from workbench.store import open_store
 
@@ -29,21 +28,6 @@ def _run(mock_url: str, out: Path, *extra: str, cwd: Path) -> subprocess.Complet
 def _bundle_dir(out: Path) -> Path:
     [bundle] = out.glob("runs/*/eval-*.json")
     return bundle.parent
-
-
-@pytest.fixture(scope="module")
-def nel_serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """`nel serve -b gsm8k` on a free loopback port: its gym:// URL."""
-    cwd = tmp_path_factory.mktemp("serve")
-    proc = subprocess.Popen([NEL, "serve", "-b", "gsm8k", "--port", "0"], cwd=cwd, env=clean_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)
-    try:
-        assert proc.stdout is not None
-        match = re.search(r" at http://([\d.]+:\d+)", proc.stdout.readline())
-        assert match, "no ready line from nel serve"
-        yield f"gym://{match.group(1)}"
-    finally:
-        stop(proc)
 
 
 class TestEvalRunShortFlags:

@@ -71,22 +71,6 @@ def _pass_at_1(proc: subprocess.CompletedProcess[str]) -> str:
 
 
 @pytest.fixture(scope="module")
-def nel_serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """`nel serve -b gsm8k` on a free loopback port: its gym:// URL."""
-    cwd = tmp_path_factory.mktemp("serve")
-    proc = subprocess.Popen([NEL, "serve", "-b", "gsm8k", "--port", "0"], cwd=cwd, env=clean_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        match = re.search(r" at http://([\d.]+:\d+)", line)
-        assert match, f"no ready line from nel serve: {line!r}"
-        yield f"gym://{match.group(1)}"
-    finally:
-        stop(proc)
-
-
-@pytest.fixture(scope="module")
 def gym_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """NeMo Gym's math_with_judge resources server (library verifier only: offline) on loopback: host:port."""
     with gym_resources_server("math_with_judge", GYM_CONFIG, tmp_path_factory.mktemp("gym") / "server.log") as at:
