@@ -140,7 +140,9 @@ def aggregate(data: Rollouts) -> dict[str, Any]:
         coverage = {"coverage/masked_rollouts": data.masked} if data.masked else {}
         return {"group_level_metrics": [], "agent_metrics": coverage, "key_metrics": coverage,
                 "repeat_level_metrics": []}
-    order = np.argsort(data.task, kind="stable")  # grouped by task, the client's order kept within a task
+    # grouped by task, and within a task by rollout index: "the first k attempts" (pass@1[avg-of-k],
+    # majority@k) are the k lowest repeat numbers, whatever order the client sent them in
+    order = np.lexsort((data.rollout, data.task))
     task = data.task[order]
     starts = np.flatnonzero(np.r_[True, task[1:] != task[:-1]])
     position = np.arange(task.size) - np.repeat(starts, np.diff(np.r_[starts, task.size]))
