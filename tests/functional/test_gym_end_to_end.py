@@ -23,7 +23,7 @@ import pytest
 from gym_helpers import GYM_BIN, GYM_PYTHON, NOT_INSTALLED, gym_cli, gym_servers
 from nel_helpers import ROOT, clean_env, free_port, nel
 
-from workbench.mock.process import MockHandle, mock_model
+from workbench.mock.process import mock_model
 from workbench.serve.process import serve_process
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.skipif(not GYM_PYTHON.exists(), reason=NOT_INSTALLED)]
