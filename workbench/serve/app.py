@@ -109,9 +109,18 @@ class _Service:
             self._task_ids = frozenset(self.env.seed(i).task_id for i in range(len(self.env)))
         return self._task_ids
 
-    def aggregate(self, rows: Any) -> dict[str, Any]:
+    def aggregate(self, raw: bytes) -> dict[str, Any]:
+        """``/aggregate_metrics`` of a raw body: parsed here, not by pydantic, and off the event loop (a run's
+        body holds 100,000 rows and must aggregate within a second while ``/health`` keeps answering)."""
         try:
-            return aggregate(read_rollouts(rows, self.env.name, self.task_ids))
+            body = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise ApiError(400, "invalid_json", "body", f"malformed JSON: {exc}") from None
+        if not isinstance(body, dict) or "verify_responses" not in body:
+            raise ApiError(422, "missing_field", "verify_responses",
+                           "field required: the run's verify responses, as NeMo Gym's collection sends them")
+        try:
+            return aggregate(read_rollouts(body["verify_responses"], self.env.name, self.task_ids))
         except AggregateError as exc:
             raise ApiError(422, "invalid_field", exc.field, exc.message) from None
 
@@ -250,14 +259,7 @@ def create_app(
     async def aggregate_metrics(request: Request) -> JsonResponse:
         """NeMo Gym's end-of-run metrics (its key names: ``mean/reward``, ``pass@k/accuracy``, ...) over the
         run's verify responses, computed by nel's statistics (see ``workbench.serve.aggregate``)."""
-        try:  # read here, not by pydantic: a run's body holds 100,000 rows and must aggregate in a second
-            body = orjson.loads(await request.body())
-        except orjson.JSONDecodeError as exc:
-            raise ApiError(400, "invalid_json", "body", f"malformed JSON: {exc}") from None
-        if not isinstance(body, dict) or "verify_responses" not in body:
-            raise ApiError(422, "missing_field", "verify_responses",
-                           "field required: the run's verify responses, as NeMo Gym's collection sends them")
-        metrics = await anyio.to_thread.run_sync(service.aggregate, body["verify_responses"])
+        metrics = await anyio.to_thread.run_sync(service.aggregate, await request.body())
         return JsonResponse(metrics)
 
     return app
