@@ -187,5 +187,6 @@ def test_nel_compares_the_gym_run_with_the_native_run_task_by_task(collected: su
     assert collected.returncode == 0
     done = stack.shell(doc_block("compare"))
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
-    assert re.search(rf"\b{PROBLEMS}\b.*pair", done.stdout), done.stdout[-3000:]
+    paired = rf"paired\s+{PROBLEMS} tasks; 0 only in the baseline, 0 only in the candidate"
+    assert re.search(paired, done.stdout), done.stdout[-3000:]
     assert (stack.work / "diagnosis.md").read_text().strip()
