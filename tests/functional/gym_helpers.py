@@ -45,3 +45,49 @@ def gym_resources_server(server: str, config: str, log: Path) -> Iterator[str]:
         yield f"127.0.0.1:{port}"
     finally:
         stop(proc)
+
+
+GYM_BIN = ROOT / ".venv-gym" / "bin"
+
+
+@contextmanager
+def gym_servers(config: str, servers: dict[str, tuple[str, int]], log_dir: Path) -> Iterator[None]:
+    """Several Gym servers sharing one config (YAML, every server's host and port in it): ``servers`` maps each
+    config key to its module (``responses_api_models.vllm_model.app``) and port. They start together; the block
+    runs once every /health answers (the test fails with the server's log if one does not)."""
+    if not GYM_PYTHON.exists():
+        pytest.skip(NOT_INSTALLED)
+    procs: dict[str, subprocess.Popen[bytes]] = {}
+    try:
+        for name, (module, _) in servers.items():
+            env = {**os.environ, "NEMO_GYM_CONFIG_DICT": config, "NEMO_GYM_CONFIG_PATH": name}
+            with (log_dir / f"{name}.log").open("wb") as sink:
+                procs[name] = subprocess.Popen([str(GYM_PYTHON), "-m", module], env=env, cwd=GYM_SITE, stdout=sink,
+                                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + 120
+        for name, (_, port) in servers.items():
+            while True:
+                log = log_dir / f"{name}.log"
+                assert procs[name].poll() is None, f"Gym's {name} exited:\n{log.read_text()[-3000:]}"
+                try:
+                    if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                assert time.monotonic() < deadline, f"Gym's {name} did not start:\n{log.read_text()[-3000:]}"
+                time.sleep(0.25)
+        yield
+    finally:
+        for proc in procs.values():
+            stop(proc)
+
+
+def gym_cli(args: list[str], *, cwd: Path, config: str | None = None,
+            timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Gym's own command line (``gym eval run --no-serve``, ``gym eval profile``...); with ``config``, the servers'
+    and the command's settings come from it (``NEMO_GYM_CONFIG_DICT``), as for a process Gym started itself."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEMO_GYM_")}
+    if config is not None:
+        env["NEMO_GYM_CONFIG_DICT"] = config
+    return subprocess.run([str(GYM_BIN / args[0]), *args[1:]], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout, stdin=subprocess.DEVNULL)

@@ -115,7 +115,7 @@ def test_responses_api_reads_input_parts_and_instructions(client: httpx.Client) 
             {"type": "message", "role": "user", "content": [{"type": "input_text", "text": _prompt(2)}]}
         ],
     }
-    body = client.post("/responses", json=request).json()
+    body = client.post("/responses", json=request, headers={"X-Nel-Attempt": "0"}).json()
     assert body["id"].startswith("resp_") and body["object"] == "response" and body["model"] == "m"
     assert body["status"] in ("completed", "incomplete")
     [message] = body["output"]
@@ -125,7 +125,8 @@ def test_responses_api_reads_input_parts_and_instructions(client: httpx.Client) 
     usage = body["usage"]
     assert usage["input_tokens"] == (len("Be brief.") + len(_prompt(2)) + 3) // 4
     assert usage["total_tokens"] == usage["input_tokens"] + usage["output_tokens"]
-    as_string = client.post("/responses", json={"model": "m", "input": _prompt(2)}).json()
+    as_string = client.post("/responses", json={"model": "m", "input": _prompt(2)},
+                            headers={"X-Nel-Attempt": "0"}).json()
     assert as_string["output"][0]["content"][0]["text"] == part["text"]
 
 
@@ -410,3 +411,54 @@ def test_sigint_exits_0_without_a_traceback() -> None:
 def test_mock_model_reports_a_server_that_dies_before_it_is_ready() -> None:
     with pytest.raises(RunFailed, match="unknown benchmark 'nope'"), mock_model(benchmarks=("nope",)):
         pass
+
+
+class TestHarnessesThatSendNoSeed:
+    """NeMo Gym's model servers repeat a prompt with neither a seed nor X-Nel-Attempt: each repeat is the next
+    attempt, so repeats vary as a native run's do, and (prompt, repeat number) reads the same in every process."""
+
+    @staticmethod
+    def _unseeded(client: httpx.Client, i: int) -> str:
+        body = {"model": "m", "messages": [{"role": "user", "content": _prompt(i)}]}
+        return str(client.post("/chat/completions", json=body).json()["choices"][0]["message"]["content"])
+
+    def test_repeats_are_successive_attempts_and_reproducible(self) -> None:
+        prompts = range(40, 52)
+        runs = []
+        for _ in range(2):  # two fresh processes: the same sequence of replies
+            with mock_model() as m, httpx.Client(base_url=m.base_url, timeout=10) as c:
+                runs.append([[self._unseeded(c, i) for _ in range(4)] for i in prompts])
+                explicit = [_chat(c, _prompt(i), attempt=a).json()["choices"][0]["message"]["content"]
+                            for i in prompts for a in range(4)]
+        assert runs[0] == runs[1]
+        assert [reply for replies in runs[0] for reply in replies] == explicit  # repeat n is attempt n
+        assert any(len(set(replies)) > 1 for replies in runs[0])
+
+    def test_a_seed_without_an_attempt_header_stays_attempt_0(self, client: httpx.Client) -> None:
+        body = {"model": "m", "seed": 5, "messages": [{"role": "user", "content": _prompt(60)}]}
+        replies = {client.post("/chat/completions", json=body).json()["choices"][0]["message"]["content"]
+                   for _ in range(4)}
+        assert len(replies) == 1
+
+
+GYM_PYTHON = Path(__file__).resolve().parents[2] / ".venv-gym" / "bin" / "python"
+GYM_RESPONSE_CHECK = """
+import json, sys
+from nemo_gym.openai_utils import NeMoGymResponse
+for line in sys.stdin:
+    NeMoGymResponse.model_validate(json.loads(line))
+print("ok")
+"""
+
+
+@pytest.mark.skipif(not GYM_PYTHON.exists(), reason="NeMo Gym is not installed in .venv-gym (run `make gym`)")
+def test_responses_replies_validate_as_nemo_gyms_response(client: httpx.Client) -> None:
+    """Gym's openai_model validates every /v1/responses reply as NeMoGymResponse before its agent sees it."""
+    requests = [{"model": "m", "input": _prompt(3)},
+                {"model": "m", "input": [{"role": "user", "content": _prompt(4)}], "max_output_tokens": 5,
+                 "tools": [], "tool_choice": "auto", "temperature": 0.5, "instructions": "Be brief."}]
+    replies = [client.post("/responses", json=r).content for r in requests]
+    done = subprocess.run([str(GYM_PYTHON), "-c", GYM_RESPONSE_CHECK], input=b"\n".join(replies) + b"\n",
+                          capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    assert orjson.loads(replies[1])["status"] == "incomplete"  # the token limit, said as the API says it

@@ -53,7 +53,8 @@ def server() -> Iterator[ServeHandle]:
 def gym_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeHandle]:
     out = tmp_path_factory.mktemp("export")
     env = {**os.environ, "NEL_SERVE_TOKEN": TOKEN}
-    with serve_process(["-b", "gsm8k", "--port", "0", "--gym-compat", "--export-data", str(out)], env=env) as handle:
+    with serve_process(["-b", "gsm8k", "--port", "0", "--gym-compat", "--export-data", str(out), "--and-serve"],
+                       env=env) as handle:
         yield handle
 
 
@@ -168,7 +169,7 @@ class TestGymCompat:
             row, seed = rows[idx], env.seed(idx)
             assert row["responses_create_params"] == {"input": list(seed.messages)}
             assert row["expected_answer"] == seed.expected_answer and row["metadata"] == seed.metadata
-            assert row["task_id"] == seed.task_id and row["eval_type"] == "numeric"
+            assert row["task_id"] == seed.task_id and row["eval_type"] == "gsm8k"
         assert len({row["uuid"] for row in rows}) == len(rows)
 
     def test_an_exported_row_verifies_and_every_field_is_echoed(self, gym_server: ServeHandle) -> None:
@@ -266,7 +267,7 @@ class TestSandboxBenchmarks:
     def test_its_rows_can_still_be_exported(self, tmp_path: Path) -> None:
         done = subprocess.run([sys.executable, "-m", "workbench.cli", "serve", "-b", "humaneval", "--port", "0",
                                "--export-data", str(tmp_path)], capture_output=True, text=True, timeout=60)
-        assert done.returncode == 0 and "--sandbox docker|local" in done.stdout
+        assert done.returncode == 0 and "wrote 164 rows" in done.stdout
         rows = [line for f in tmp_path.glob("*.jsonl") for line in f.read_text().splitlines()]
         assert len(rows) == 164
 

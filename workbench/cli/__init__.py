@@ -232,8 +232,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--gym-compat", action="store_true",
                        help="answer exactly as a NeMo Gym resources server does (field names, echoed row fields)")
     serve.add_argument("--export-data", metavar="DIR",
-                       help="also write the benchmark as the JSONL that NeMo Gym's ng_collect_rollouts reads into DIR, "
-                            "before serving")
+                       help="write the benchmark as the JSONL that NeMo Gym's rollout collection reads into DIR, "
+                            "then exit (with --and-serve: then serve)")
+    serve.add_argument("--and-serve", action="store_true",
+                       help="with --export-data: keep serving after writing the rows")
     serve.add_argument("--max-body-bytes", type=_positive_int, default=8 * 1024 * 1024, metavar="N",
                        help="largest request body accepted (default 8 MiB; larger gets 413)")
     serve.add_argument("--sandbox", choices=("docker", "local"),

@@ -29,13 +29,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
                              f"(with --auth-token or ${TOKEN_ENV}) to serve beyond loopback")
         if not token:
             raise UsageError(f"--allow-remote needs a token: --auth-token TOKEN or ${TOKEN_ENV}")
+    if args.and_serve and not args.export_data:
+        raise UsageError("--and-serve: it keeps serving after --export-data DIR; without --export-data, nel serve "
+                         "serves anyway")
     bench = resolve_bench(args.bench, args.benchmark_file)
     env = get_environment(bench)
     if args.export_data:
         from workbench.serve.export import export_data
 
         path = export_data(env, args.export_data)
-        print(f"{READY_PREFIX}wrote {len(env)} rows for ng_collect_rollouts to {path}", flush=True)
+        print(f"{READY_PREFIX}wrote {len(env)} rows for NeMo Gym's rollout collection to {path}", flush=True)
+        if not args.and_serve:  # as NeMo Evaluator documents it: export, then exit
+            return 0
     sandboxes = None
     if args.sandbox is not None:
         from workbench.environments.sandboxed import SandboxScored
@@ -52,9 +57,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
         asyncio.run(sandboxes.preflight())  # no image, no engine: one line now, not a 503 per request
     elif env.requires_sandbox:  # its /verify would refuse every request: say so now, not per request
         reason = f"{env.name}: each response is verified in a sandbox of its own"
-        if args.export_data:
-            print(f"{READY_PREFIX}{reason}; serve it with --sandbox docker|local", flush=True)
-            return 0
         raise UsageError(f"{reason}: serve it with --sandbox docker|local (--export-data DIR alone writes its rows)")
 
     from workbench.engine.verify_pool import EnvSource, ProcessScoring, default_workers

@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import os
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -82,6 +83,8 @@ class Api:
         self.index = index
         self.responder = responder
         self._ids = itertools.count(1)
+        self._repeats: dict[str, Iterator[int]] = {}
+        """Per task: the next attempt number of a request that names neither an attempt nor a seed."""
         self.echo: str | None = None
         """Set by the server for one request under ``--echo-headers``: the text every reply then holds."""
         self._id_prefix = os.urandom(4).hex()
@@ -167,7 +170,24 @@ class Api:
         verdict = judge_reply(primary) if is_judge_prompt(primary) else None
         if verdict is not None:
             return Completion(verdict), prompt_tokens
-        return self.responder.respond(self._task(primary, parts), seed, attempt), prompt_tokens
+        task = self._task(primary, parts)
+        return self.responder.respond(task, seed, self._attempt(task, seed, attempt)), prompt_tokens
+
+    def _attempt(self, task: Task | None, seed: object, attempt: object) -> object:
+        """The attempt number a reply is decided by.
+
+        nel sends it (``X-Nel-Attempt``); other harnesses (NeMo Gym's model servers) send neither it nor a
+        seed, yet repeat a prompt to sample it again. Then each repeat of a task is the next attempt (0, 1,
+        2, ...), so repeats vary as a native run's do and a given (prompt, repeat number) reads the same in
+        every process. A request with a seed and no header stays attempt 0, as before."""
+        if attempt is not None:
+            return attempt
+        if seed is not None or task is None:
+            return 0
+        counter = self._repeats.get(task.key)
+        if counter is None:
+            counter = self._repeats[task.key] = itertools.count()
+        return next(counter)
 
     def _task(self, primary: str, parts: list[str]) -> Task | None:
         task = self.index.exact(primary)
@@ -186,7 +206,9 @@ class Api:
             return generic_tool_turn(primary, messages, body["tools"])
         if task.scorer not in AGENT_SCORERS:
             return None
-        return agent_turn(task, self.responder.skill.attempt(task.key, seed, attempt), messages, offered)
+        # an agent's turns share one attempt: a turn is not a repeat, so no per-prompt counting here
+        turn_attempt = 0 if attempt is None else attempt
+        return agent_turn(task, self.responder.skill.attempt(task.key, seed, turn_attempt), messages, offered)
 
     # --- endpoints ----------------------------------------------------------------------------
 
@@ -332,9 +354,19 @@ class Api:
                         "content": [{"type": "output_text", "text": completion.text, "annotations": []}],
                     }
                 ],
+                # the fields every Responses-API reply carries (NeMo Gym's NeMoGymResponse requires them)
+                "parallel_tool_calls": body.get("parallel_tool_calls", True),
+                "tool_choice": body.get("tool_choice", "auto"),
+                "tools": body.get("tools") or [],
+                "temperature": body.get("temperature"),
+                "top_p": body.get("top_p"),
+                "max_output_tokens": max_tokens,
+                "metadata": body.get("metadata") if isinstance(body.get("metadata"), dict) else {},
                 "usage": {
                     "input_tokens": input_tokens,
+                    "input_tokens_details": {"cached_tokens": 0},
                     "output_tokens": output_tokens,
+                    "output_tokens_details": {"reasoning_tokens": 0},
                     "total_tokens": input_tokens + output_tokens,
                 },
             }

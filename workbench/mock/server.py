@@ -81,8 +81,9 @@ def _echo_text(method: bytes, url: bytes, headers: list[tuple[bytes, bytes]]) ->
 
 
 def _attempt_of(header: bytes | None) -> object:
+    """The ``X-Nel-Attempt`` header; ``None`` when the caller sent none (the endpoints then decide)."""
     if header is None:
-        return 0
+        return None
     try:
         return int(header)
     except ValueError:

@@ -4,6 +4,11 @@ One row per problem, in the shape of Gym's own datasets: ``responses_create_para
 chat the model sees (a system prompt included when there is one), ``expected_answer`` and
 ``metadata`` are what ``/verify`` needs to score the rollout with the same ``verify`` the engine
 uses, and ``uuid`` / ``task_id`` let a rollout be joined back to its problem by content.
+
+The rows also carry what Gym's standard resources servers read, so the same file can be scored by
+them instead of ``nel serve``: ``question`` (``math_with_judge`` requires it), ``options`` as
+``[{"A": text}, ...]`` for a multiple-choice benchmark (``mcqa``), and ``eval_type``, the
+benchmark's name (what ``/aggregate_metrics`` checks a rollout against).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from workbench.catalogue.choices import LETTERS
 from workbench.environments.base import EvalEnvironment
 from workbench.errors import UsageError, path_error
 
@@ -29,17 +35,33 @@ def gym_row(env: EvalEnvironment, idx: int, system_prompt: str | None = None) ->
     messages = [dict(m) for m in seed.messages]
     if system_prompt and not any(m.get("role") in ("system", "developer") for m in messages):
         messages.insert(0, {"role": "system", "content": system_prompt})
-    info = env.describe()
-    return {
+    row: dict[str, Any] = {
         "responses_create_params": {"input": messages},
+        "question": seed.prompt,
         "expected_answer": seed.expected_answer,
         # stable across exports of the same data; the index keeps identical problems apart
         "uuid": str(uuid.uuid5(_UUID_NAMESPACE, f"{env.name}\0{idx}\0{seed.task_id}")),
-        "eval_type": str(info.get("scorer") or env.name),
+        "eval_type": env.name,
         "task_id": seed.task_id,
         "benchmark": env.name,
         "metadata": dict(seed.metadata),
     }
+    options = mcq_options(env, idx)
+    if options is not None:
+        row["options"] = options
+    return row
+
+
+def mcq_options(env: EvalEnvironment, idx: int) -> list[dict[str, str]] | None:
+    """A multiple-choice problem's options as Gym's ``mcqa`` server reads them (``[{"A": text}, ...]``);
+    ``None`` for any other benchmark. The letters are the ones the prompt shows."""
+    rows = getattr(env, "rows", None)
+    if env.describe().get("scorer") != "multiple_choice" or not isinstance(rows, list):
+        return None
+    texts = rows[idx].get("options", rows[idx].get("choices"))
+    if not isinstance(texts, list):
+        return None
+    return [{LETTERS[i]: str(text)} for i, text in enumerate(texts[: len(LETTERS)])]
 
 
 def gym_rows(env: EvalEnvironment, system_prompt: str | None = None) -> Iterator[dict[str, Any]]:

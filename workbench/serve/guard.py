@@ -34,17 +34,21 @@ class BodyTooLarge(Exception):
 class Guard:
     """Refuse before routing: 401 (token), 415 (not JSON), 413 (body over ``max_body_bytes``)."""
 
-    def __init__(self, app: ASGIApp, *, auth_token: str | None, max_body_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, *, auth_token: str | None, max_body_bytes: int,
+                 path_limits: dict[str, int] | None = None) -> None:
         self.app = app
         self._token = f"Bearer {auth_token}".encode() if auth_token else None
         self.max_body_bytes = max_body_bytes
+        self._path_limits = path_limits or {}
+        """Routes whose bodies are a whole run (``/aggregate_metrics``): their own, larger limit."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         headers = dict(scope["headers"])
-        refusal = self._refusal(scope["method"], headers)
+        limit = self._path_limits.get(scope["path"], self.max_body_bytes)
+        refusal = self._refusal(scope["method"], headers, limit)
         if refusal is not None:
             await _reply(send, *refusal)
             return
@@ -56,18 +60,18 @@ class Guard:
             if state["exceeded"]:
                 if message["type"] == "http.response.start" and not state["started"]:
                     state["started"] = True
-                    await _reply(send, 413, "body_too_large", "body", self._too_large())
+                    await _reply(send, 413, "body_too_large", "body", self._too_large(limit))
                 return
             state["started"] = state["started"] or message["type"] == "http.response.start"
             await send(message)
 
         try:
-            await self.app(scope, self._limited(receive, state), guarded_send)
+            await self.app(scope, self._limited(receive, state, limit), guarded_send)
         except BodyTooLarge:
             if not state["started"]:
-                await _reply(send, 413, "body_too_large", "body", self._too_large())
+                await _reply(send, 413, "body_too_large", "body", self._too_large(limit))
 
-    def _refusal(self, method: str, headers: dict[bytes, bytes]) -> tuple[int, str, str, str] | None:
+    def _refusal(self, method: str, headers: dict[bytes, bytes], limit: int) -> tuple[int, str, str, str] | None:
         if self._token is not None:
             given = headers.get(b"authorization", b"")
             # compare_digest: the time taken says nothing about how much of the token was right
@@ -77,18 +81,19 @@ class Guard:
         if method not in ("POST", "PUT", "PATCH"):
             return None
         length = headers.get(b"content-length")
-        if length is not None and length.isdigit() and int(length) > self.max_body_bytes:
-            return 413, "body_too_large", "body", self._too_large()
+        if length is not None and length.isdigit() and int(length) > limit:
+            return 413, "body_too_large", "body", self._too_large(limit)
         content_type = headers.get(b"content-type", b"").split(b";", 1)[0].strip().lower()
         if content_type not in _JSON_TYPES and not content_type.endswith(b"+json"):
             shown = content_type.decode("latin-1") or "none"
             return 415, "unsupported_media_type", "Content-Type", f"expected application/json, got {shown}"
         return None
 
-    def _too_large(self) -> str:
-        return f"request body is larger than the limit of {self.max_body_bytes} bytes (--max-body-bytes)"
+    def _too_large(self, limit: int) -> str:
+        flag = " (--max-body-bytes)" if limit == self.max_body_bytes else ""
+        return f"request body is larger than the limit of {limit} bytes{flag}"
 
-    def _limited(self, receive: Receive, state: dict[str, bool]) -> Receive:
+    def _limited(self, receive: Receive, state: dict[str, bool], limit: int) -> Receive:
         seen = 0
 
         async def limited() -> Message:
@@ -96,7 +101,7 @@ class Guard:
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
-                if seen > self.max_body_bytes:
+                if seen > limit:
                     state["exceeded"] = True
                     raise BodyTooLarge
             return message

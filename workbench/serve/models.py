@@ -94,3 +94,21 @@ class VerifyResponse(BaseModel):
     scoring_details: dict[str, Any]
     expected_answer: str
     metadata: dict[str, Any]
+
+
+class AggregateMetricsRequest(BaseModel):
+    """NeMo Gym's end-of-collection body: every verify response of the run (``reward``, ``_ng_task_index``,
+    ``_ng_rollout_index``, ``extracted_answer``, ``response.usage``; other fields are kept or ignored)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    verify_responses: list[dict[str, Any]]
+
+
+class AggregateMetricsResponse(BaseModel):
+    """NeMo Gym's ``AggregateMetrics``: per task, over the run (``agent_metrics``), the headline subset, per repeat."""
+
+    group_level_metrics: list[dict[str, Any]]
+    agent_metrics: dict[str, Any]
+    key_metrics: dict[str, Any]
+    repeat_level_metrics: list[dict[str, Any]]
