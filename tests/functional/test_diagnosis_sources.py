@@ -96,6 +96,14 @@ class TestStoreAndExportAgree:
         assert isinstance(evidence_for(str(root / "export-base"), None), ExportEvidence)
         assert evidence_for(str(root / "export-base"), None).run_id == "base"
 
+    def test_a_folder_that_only_shares_the_runs_name_does_not_hide_the_run(self, runs, tmp_path, monkeypatch):
+        """Gym's output folder `gym/` beside a run imported as `gym`: the evidence comes from the store."""
+        store, _ = runs
+        monkeypatch.chdir(tmp_path)
+        (tmp_path / "base").mkdir()
+        assert isinstance(evidence_for("base", store), StoreEvidence)
+        assert load_run("base", store=store).source.startswith("store:")
+
 
 class TestTheDiagnosis:
     """What a real pair of runs gives."""

@@ -54,14 +54,13 @@ def evidence_for(source: str, store: Path | None, *, metric: str | None = None) 
         UsageError: no such directory and no store to look the run up in.
     """
     path = Path(source)
-    if path.is_dir() or path.is_file():
+    # A folder that merely shares the run's name (Gym's output folder `gym/` beside a run imported as `gym`) holds
+    # no export, and must not hide the run in the store, as in `load_run`.
+    if path.is_file() or (path.is_dir() and (store is None or any(path.glob("eval-*.json")))):
         return ExportEvidence(path, metric=metric)
     if store is None:
         raise UsageError(f"{source}: no such directory, and no store given to look up a run in")
     return StoreEvidence(open_store(store), source, metric=metric)
-
-
-
 
 
 def _evidence(run_id: str, rows: list[tuple[Any, ...]]) -> dict[int, list[AttemptEvidence]]:
