@@ -147,6 +147,25 @@ class TestGateOutput:
         assert "--output file/gate.json: cannot write the report" in assert_one_line_error(proc, 2)
 
 
+class TestSeedCommandNames:
+    """NeMo Evaluator's `nel regression BASELINE CANDIDATE --threshold X` is `nel compare`; its `nel package` is one
+    line saying what to use instead."""
+
+    def test_regression_is_compare_with_threshold_as_max_drop(self, mock, tmp_path):
+        for side in ("base", "cand"):
+            assert_ok(_run(mock.base_url, tmp_path / side, cwd=tmp_path))
+        same = nel("compare", "base", "cand", "--max-drop", "0.3", cwd=tmp_path, env=_env(tmp_path))
+        alias = nel("regression", "base", "cand", "--threshold", "0.3", "--output", "r.json", cwd=tmp_path,
+                    env=_env(tmp_path))
+        assert_ok(alias)
+        assert [line for line in alias.stdout.splitlines() if "r.json" not in line] == same.stdout.splitlines()
+        assert orjson.loads((tmp_path / "r.json").read_bytes())["max_drop"] == 0.3
+
+    def test_package_says_what_to_use_instead(self, tmp_path):
+        line = assert_one_line_error(nel("package", "my_bench.py", cwd=tmp_path, env=_env(tmp_path)), 2)
+        assert "deploy/build-image.sh" in line and "nel eval run -b ./my_benchmark.py" in line
+
+
 class TestValidateWithAModel:
     """`nel validate -b NAME --samples N --model-url URL --model-id ID`: the engine's loop on N problems."""
 

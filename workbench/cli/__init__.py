@@ -175,10 +175,11 @@ def build_parser() -> argparse.ArgumentParser:
     _store_arg(st)
     st.set_defaults(func=_handler("stats_cmd", "cmd_eval_stats"))
 
-    cmp = sub.add_parser("compare", help="paired comparison of two runs: deltas, intervals, p-values, flips, verdict")
+    cmp = sub.add_parser("compare", aliases=["regression"],  # NeMo Evaluator's name for the same comparison
+                         help="paired comparison of two runs: deltas, intervals, p-values, flips, verdict")
     cmp.add_argument("baseline", metavar="BASELINE", help="run id in the store, or a results directory")
     cmp.add_argument("candidate", metavar="CANDIDATE", help="run id in the store, or a results directory")
-    cmp.add_argument("--max-drop", type=float, default=0.05, metavar="X",
+    cmp.add_argument("--max-drop", "--threshold", type=float, default=0.05, metavar="X",
                      help="largest tolerated drop of the metric (absolute, default 0.05)")
     cmp.add_argument("--metric", help="compare this metric (default: each run's primary metric)")
     cmp.add_argument("--strict", action="store_true", help="exit 1 on BLOCK, 2 on WARN or INCONCLUSIVE")
@@ -356,6 +357,10 @@ def build_parser() -> argparse.ArgumentParser:
     pull.add_argument("names", nargs="*", metavar="NAME", help="benchmarks to pull (see `nel list`)")
     pull.add_argument("--all", action="store_true", help="every hub-backed built-in benchmark")
     pull.set_defaults(func=_handler("benchmarks_cmd", "cmd_benchmarks_pull"))
+
+    pkg = sub.add_parser("package", help="(not in nel) containerize a BYOB benchmark: says what to use instead")
+    pkg.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    pkg.set_defaults(func=_handler("misc", "cmd_package"))
 
     val = sub.add_parser("validate", help="seed a benchmark and check its answer key scores 1.0; with a model, run "
                          "seed -> model -> verify on a few problems and show each verdict")

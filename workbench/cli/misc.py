@@ -166,3 +166,10 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(shown("  ".join(cell.rjust(w) if c in (2, 3) else cell.ljust(w)
                               for c, (cell, w) in enumerate(zip(row, widths, strict=True))).rstrip()))
     return 0
+
+
+def cmd_package(args: argparse.Namespace) -> int:
+    """NeMo Evaluator's `nel package` builds an image per BYOB benchmark; nel needs none: one line saying so."""
+    raise UsageError("nel package is not part of nel: a BYOB benchmark needs no image of its own. Build the nel "
+                     "image once (deploy/build-image.sh) and run the file in it: nel eval run -b ./my_benchmark.py "
+                     "(docs/deploy.md)")
