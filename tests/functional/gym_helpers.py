@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -32,19 +34,47 @@ def gym_resources_server(server: str, config: str, log: Path) -> Iterator[str]:
         proc = subprocess.Popen([str(GYM_PYTHON), "-m", f"resources_servers.{server}.app"], env=env,
                                 stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert proc.poll() is None, f"the Gym server exited:\n{log.read_text()[-3000:]}"
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, f"the Gym server did not start:\n{log.read_text()[-3000:]}"
-            time.sleep(0.25)
+        _wait_healthy(proc, port, log, "the Gym server", time.monotonic() + 120)
         yield f"127.0.0.1:{port}"
     finally:
         stop(proc)
+
+
+def _wait_healthy(proc: subprocess.Popen[bytes], port: int, log: Path, what: str, deadline: float) -> None:
+    """Until ``proc``'s /health answers 200; the test fails with its log if it exits or the deadline passes."""
+    while True:
+        assert proc.poll() is None, f"{what} exited:\n{log.read_text()[-3000:]}"
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        assert time.monotonic() < deadline, f"{what} did not start:\n{log.read_text()[-3000:]}"
+        time.sleep(0.25)
+
+
+_AGGREGATE_ORACLE = """
+import json, sys, warnings
+warnings.simplefilter("ignore")
+from nemo_gym.reward_profile import compute_aggregate_metrics, compute_pass_majority_metrics
+rows = json.load(open(sys.argv[1]))
+metrics = compute_aggregate_metrics(
+    rows, compute_metrics_fn=lambda tasks: compute_pass_majority_metrics(tasks, answer_key="extracted_answer")[0])
+print(json.dumps(metrics.model_dump(mode="json")))
+"""
+
+
+def gyms_aggregate(rows: list[dict[str, Any]], scratch: Path) -> dict[str, Any]:
+    """Gym's own ``compute_aggregate_metrics`` (with math_with_judge's pass/majority metrics) over ``rows``, run in
+    Gym's interpreter: the oracle of ``/aggregate_metrics``. Gym reads "the first k" in list order, nel by rollout
+    index, so the rows go in rollout order."""
+    path = scratch / "gym-aggregate-rows.json"
+    path.write_text(json.dumps(sorted(rows, key=lambda r: (r["_ng_task_index"], r["_ng_rollout_index"]))))
+    done = subprocess.run([str(GYM_PYTHON), "-c", _AGGREGATE_ORACLE, str(path)], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
 
 
 GYM_BIN = ROOT / ".venv-gym" / "bin"
@@ -66,16 +96,7 @@ def gym_servers(config: str, servers: dict[str, tuple[str, int]], log_dir: Path)
                                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + 120
         for name, (_, port) in servers.items():
-            while True:
-                log = log_dir / f"{name}.log"
-                assert procs[name].poll() is None, f"Gym's {name} exited:\n{log.read_text()[-3000:]}"
-                try:
-                    if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                assert time.monotonic() < deadline, f"Gym's {name} did not start:\n{log.read_text()[-3000:]}"
-                time.sleep(0.25)
+            _wait_healthy(procs[name], port, log_dir / f"{name}.log", f"Gym's {name}", deadline)
         yield
     finally:
         for proc in procs.values():

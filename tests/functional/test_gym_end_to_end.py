@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gym_helpers import GYM_BIN, GYM_PYTHON, NOT_INSTALLED, gym_cli, gym_servers
+from gym_helpers import GYM_BIN, GYM_PYTHON, NOT_INSTALLED, gym_cli, gym_servers, gyms_aggregate
 from nel_helpers import ROOT, clean_env, free_port, nel
 
 from workbench.mock.process import mock_model
@@ -39,15 +39,6 @@ GYM_MODULES = {
     "nel_agent_responses": ("responses_api_agents.simple_agent.app", "9105"),
     "nel_env_responses": ("environment_servers.legacy_agent.app", "9106"),
 }
-ORACLE = """
-import json, sys, warnings
-warnings.simplefilter("ignore")
-from nemo_gym.reward_profile import compute_aggregate_metrics, compute_pass_majority_metrics
-rows = json.load(open(sys.argv[1]))
-metrics = compute_aggregate_metrics(
-    rows, compute_metrics_fn=lambda tasks: compute_pass_majority_metrics(tasks, answer_key="extracted_answer")[0])
-print(json.dumps(metrics.model_dump(mode="json")))
-"""
 
 
 def doc_block(marker: str) -> str:
@@ -156,11 +147,7 @@ def test_the_aggregate_equals_gyms_own_on_the_same_rollouts(collected: subproces
         row = {k: v for k, v in rollout.items() if k not in ("response", "responses_create_params")}
         row["response"] = {"usage": rollout["response"]["usage"]}
         stripped.append(row)
-    path = stack.work / "stripped.json"
-    path.write_text(json.dumps(sorted(stripped, key=lambda r: (r["_ng_task_index"], r["_ng_rollout_index"]))))
-    done = subprocess.run([str(GYM_PYTHON), "-c", ORACLE, str(path)], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-3000:]
-    gym = json.loads(done.stdout)["agent_metrics"]
+    gym = gyms_aggregate(stripped, stack.work)["agent_metrics"]
     [ours] = json.loads((stack.work / "gym" / "rollouts_aggregate_metrics.json").read_text())
     shared = [k for k, v in gym.items() if isinstance(v, int | float) and k in ours["agent_metrics"]]
     assert {"mean/reward", "pass@3/accuracy", "pass@1[avg-of-3]/accuracy", "majority@3/accuracy",

@@ -13,22 +13,13 @@ from typing import Any
 import orjson
 import pytest
 from fastapi.testclient import TestClient
-from gym_helpers import GYM_PYTHON, NOT_INSTALLED
+from gym_helpers import GYM_PYTHON, NOT_INSTALLED, gyms_aggregate
 
 from workbench.environments import get_environment
 from workbench.serve.app import create_app
 from workbench.serve.export import gym_row
 
 needs_gym = pytest.mark.skipif(not GYM_PYTHON.exists(), reason=NOT_INSTALLED)
-ORACLE = """
-import json, sys, warnings
-warnings.simplefilter("ignore")
-from nemo_gym.reward_profile import compute_aggregate_metrics, compute_pass_majority_metrics
-rows = json.load(open(sys.argv[1]))
-metrics = compute_aggregate_metrics(
-    rows, compute_metrics_fn=lambda tasks: compute_pass_majority_metrics(tasks, answer_key="extracted_answer")[0])
-print(json.dumps(metrics.model_dump(mode="json")))
-"""
 GYM_ACCEPTS = """
 import json, sys
 from resources_servers.math_with_judge.app import LibraryJudgeMathVerifyRequest
@@ -69,11 +60,7 @@ def test_aggregate_metrics_equal_gyms_own_compute_aggregate_metrics(client: Test
     """Gym's compute_aggregate_metrics (with math_with_judge's pass/majority metrics) is the oracle."""
     rows = _verify_responses()
     ours = client.post("/aggregate_metrics", json={"verify_responses": rows}).json()
-    path = tmp_path / "rows.json"  # Gym reads "the first k" in list order; ours by rollout index
-    path.write_text(json.dumps(sorted(rows, key=lambda r: (r["_ng_task_index"], r["_ng_rollout_index"]))))
-    done = subprocess.run([str(GYM_PYTHON), "-c", ORACLE, str(path)], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-3000:]
-    gym = json.loads(done.stdout)
+    gym = gyms_aggregate(rows, tmp_path)
 
     def same(a: dict[str, Any], b: dict[str, Any]) -> set[str]:
         shared = {k for k, v in b.items() if isinstance(v, int | float) and k in a}

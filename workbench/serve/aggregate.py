@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from workbench.serve.gym_format import FormatError
 from workbench.stats.intervals import mean_with_ci
 from workbench.stats.passk import pass_at_k_per_task
 from workbench.stats.quantiles import t_quantile
@@ -41,13 +42,8 @@ Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
 
 
-class AggregateError(ValueError):
-    """A verify response that cannot be aggregated here; ``field`` is its path in the request body."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
+class AggregateError(FormatError):
+    """A verify response that cannot be aggregated here; ``field`` is its path in the request body (a 422)."""
 
 
 @dataclass(frozen=True, slots=True)
