@@ -267,6 +267,12 @@ def build_parser() -> argparse.ArgumentParser:
     gym.add_argument("--model-id", metavar="NAME", help="model name to record (default: from the rows)")
     _store_arg(gym)
     gym.set_defaults(func=_handler("import_gym", "cmd_import_gym"))
+    lme = imp_sub.add_parser("lm-eval", help="lm-evaluation-harness --log_samples output as runs (one per task)")
+    lme.add_argument("dir", metavar="DIR", help="lm_eval's --output_path, or the model directory in it")
+    lme.add_argument("--run-id", help="name the run (several tasks: RUN_ID-TASK; default: from the content)")
+    lme.add_argument("--benchmark", metavar="NAME", help="the nel benchmark the documents are problems of (pairing)")
+    _store_arg(lme)
+    lme.set_defaults(func=_handler("import_lmeval", "cmd_import_lmeval"))
 
     cfg = sub.add_parser("config", help="the run specification (its JSON Schema, a config file checked) and the "
                          "persistent user defaults (show, set, unset)")

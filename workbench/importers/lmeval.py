@@ -1,0 +1,421 @@
+"""Import lm-evaluation-harness ``--log_samples`` output into the store: one run per task.
+
+A samples line is one document under one filter: ``doc``, ``arguments`` (the prompt: a chat history as JSON, or
+text), ``resps`` (the model's answers, one per repeat), ``filtered_resps`` and each metric's value. Every document
+becomes one step per repeat; the line of the task's first filter gives the answer and extraction, and every
+``metric,filter`` pair lm-eval scored the document on goes to ``steps.scores`` (the first metric under the first
+filter is the primary: ``reward`` and ``passed``). lm-eval scores a document, not a repeat, so each repeat carries
+the document's scores: the mean over steps is lm-eval's own accuracy.
+
+The samples file is read twice, line by line (bounded memory): a first pass hashes the content (the run id and
+identity, so a re-import writes nothing), learns each document's scores under every filter and its task id; the
+second writes steps. A damaged line is skipped and named (``file:line``); the rest imports.
+
+Task ids are nel's own where the document is a problem of a benchmark nel knows (``TaskIndex``), else
+``lmeval-`` and a hash of the document: see ``docs/lm-eval-import.md``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import unicodedata
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from workbench import __version__
+from workbench.engine.identity import identity_diff, identity_hash
+from workbench.environments import benchmark_names, get_environment
+from workbench.environments.dataset import DatasetEnvironment
+from workbench.errors import UsageError
+from workbench.gym.importer import scrub
+from workbench.gym.pairing import benchmark_metric, known_benchmark
+from workbench.importers.lmeval_files import TaskOutput, find_outputs
+from workbench.model.failures import classify_answer
+from workbench.store.ingest import ingest
+from workbench.store.layout import segments_root
+from workbench.store.reader import Store
+from workbench.store.writer import ShardWriter
+from workbench.types import RunStatus
+
+UNPAIRED_PREFIX = "lmeval-"
+"""Ids of documents nel does not know start with it; nel's own ids are bare hex digests, so the two never meet."""
+_BATCH_ROLL = 4096
+_SHOWN_SKIPS = 12
+_SECRET_ARG = re.compile(r"(?i)(api[_-]?key|token|secret|passw|authoriz)")
+
+
+# ---- task ids --------------------------------------------------------------------------------------
+def normalise(text: str) -> str:
+    """What two harnesses' copies of a question share: NFKC, whitespace collapsed, case folded."""
+    return " ".join(unicodedata.normalize("NFKC", text).split()).casefold()
+
+
+class TaskIndex:
+    """nel's task ids of one benchmark's problems by their question (its ``input_field``), loaded on first need.
+
+    A document pairs with the problem whose question equals the document's same field, normalised; the target
+    field settles questions the benchmark holds twice.
+    """
+
+    def __init__(self, benchmark: str | None) -> None:
+        self.benchmark = benchmark
+        self._fields: tuple[str, str] | None = None
+        self._index: dict[str, list[tuple[str, str]]] | None = None
+        self.failure: str | None = None
+
+    def task_id(self, doc: Mapping[str, Any]) -> str | None:
+        index = self._load()
+        if index is None or self._fields is None:
+            return None
+        question, target = (doc.get(f) for f in self._fields)
+        if not isinstance(question, str):
+            return None
+        found = index.get(normalise(question), [])
+        if len(found) > 1:
+            found = [f for f in found if f[0] == normalise(str(target))]
+        return found[0][1] if len(found) == 1 else None
+
+    def _load(self) -> dict[str, list[tuple[str, str]]] | None:
+        if self._index is not None or self.failure is not None:
+            return self._index
+        name = self.benchmark
+        if name is None or name not in benchmark_names():
+            self.failure = "no benchmark nel knows is named (pass --benchmark NAME to pair)"
+            return None
+        try:
+            env = get_environment(name)
+        except UsageError as exc:  # a hub benchmark whose data is not here
+            self.failure = f"{name}'s problems cannot be loaded: {exc}"
+            return None
+        if not isinstance(env, DatasetEnvironment):
+            self.failure = f"{name} is not a dataset of questions to match documents against"
+            return None
+        self._fields = (env.definition.input_field, env.definition.target_field)
+        index: dict[str, list[tuple[str, str]]] = {}
+        for idx, row in enumerate(env.rows):
+            question = row.get(self._fields[0])
+            if isinstance(question, str):
+                index.setdefault(normalise(question), []).append(
+                    (normalise(str(row.get(self._fields[1]))), env.seed(idx).task_id))
+        self._index = index
+        return index
+
+
+def doc_hash_id(doc: Any) -> str:
+    return UNPAIRED_PREFIX + hashlib.sha256(orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+
+
+# ---- reading ---------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class LmEvalImportResult:
+    """What importing one task did; ``already_imported`` when the store held this exact run."""
+
+    run_id: str
+    task: str
+    benchmark: str
+    model_id: str | None
+    metric: str
+    lm_eval_metric: str
+    reported: float | None
+    """lm-eval's own value of the primary metric, from its results file."""
+    n_tasks: int
+    n_repeats: int
+    n_steps: int
+    n_unpaired_tasks: int
+    unpaired_reason: str | None
+    skipped: tuple[str, ...]
+    """``file:line: why`` of each damaged line (the first few), with ``n_skipped`` counting all."""
+    n_skipped: int
+    already_imported: bool
+
+
+def _lines(path: Path, digest: Any = None) -> Iterator[tuple[int, dict[str, Any] | str]]:
+    """``(line number, object)``, or ``(line number, why it is damaged)``, for every non-blank line."""
+    with open(path, "rb") as fh:
+        for line_no, line in enumerate(fh, 1):
+            if digest is not None:
+                digest.update(line)
+            if not line.strip():
+                continue
+            try:
+                row = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                yield line_no, "not JSON"
+                continue
+            if not isinstance(row, dict):
+                yield line_no, "not a JSON object"
+            elif isinstance(row.get("doc_id"), bool) or not isinstance(row.get("doc_id"), int):
+                yield line_no, "no doc_id"
+            elif not isinstance(row.get("resps"), list) or not isinstance(row.get("doc"), dict):
+                yield line_no, "no doc or resps: not a sample lm-eval's --log_samples writes"
+            else:
+                yield line_no, row
+
+
+def _score(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return float(value)
+    return float(value) if isinstance(value, int | float) else None
+
+
+@dataclass(slots=True)
+class _Scan:
+    digest: Any = field(default_factory=hashlib.sha256)
+    scores: dict[int, dict[str, float]] = field(default_factory=dict)  # doc -> {"metric,filter": value}
+    task_ids: dict[int, str] = field(default_factory=dict)
+    primary_lines: int = 0
+    n_repeats: int = 1
+    skipped: list[str] = field(default_factory=list)
+    n_skipped: int = 0
+    metrics: dict[str, None] = field(default_factory=dict)  # every metric,filter seen, in order
+
+    def skip(self, where: str) -> None:
+        self.n_skipped += 1
+        if len(self.skipped) < _SHOWN_SKIPS:
+            self.skipped.append(where)
+
+
+def _scan(out: TaskOutput, samples: Path, primary_filter: str, index: TaskIndex) -> _Scan:
+    scan = _Scan()
+    for line_no, row in _lines(samples, scan.digest):
+        if isinstance(row, str):
+            scan.skip(f"{samples.name}:{line_no}: {row}")
+            continue
+        doc_id, filt = row["doc_id"], str(row.get("filter", "none"))
+        names = [m for m in row.get("metrics") or [] if isinstance(m, str)]
+        got = scan.scores.setdefault(doc_id, {})
+        for name in names:
+            value = _score(row.get(name))
+            if value is not None:
+                key = f"{name},{filt}"
+                got[key] = value
+                scan.metrics.setdefault(key, None)
+        if filt == primary_filter and doc_id not in scan.task_ids:
+            scan.primary_lines += 1
+            scan.task_ids[doc_id] = index.task_id(row["doc"]) or doc_hash_id(row["doc"])
+            first = row["resps"][0] if row["resps"] else []
+            scan.n_repeats = max(scan.n_repeats, len(first) if isinstance(first, list) else 1)
+    if not scan.task_ids:
+        raise UsageError(f"{samples}: no sample of filter {primary_filter!r} (the task's first): not the samples "
+                         f"lm-eval's --log_samples writes for task {out.task!r}")
+    return scan
+
+
+# ---- mapping a sample ------------------------------------------------------------------------------
+def _messages(arguments: Any) -> list[dict[str, Any]]:
+    """The request lm-eval sent: ``arguments`` as the saved file holds it (``gen_args_0.arg_0``) or in memory."""
+    first: Any = None
+    if isinstance(arguments, dict):
+        gen = arguments.get("gen_args_0")
+        first = gen.get("arg_0") if isinstance(gen, dict) else None
+    elif isinstance(arguments, list) and arguments and isinstance(arguments[0], list) and arguments[0]:
+        first = arguments[0][0]
+    if isinstance(first, str):
+        try:
+            chat = orjson.loads(first)
+        except orjson.JSONDecodeError:
+            chat = None
+        if isinstance(chat, list) and all(isinstance(m, dict) and "role" in m for m in chat):
+            return chat
+        return [{"role": "user", "content": first}]
+    return []
+
+
+def _prompt(messages: list[dict[str, Any]]) -> str:
+    users = [m["content"] for m in messages if m.get("role") == "user" and isinstance(m.get("content"), str)]
+    return users[-1] if users else ""
+
+
+def _text(value: Any) -> str | None:
+    while isinstance(value, list):
+        value = value[0] if value else None
+    return None if value is None else str(value)
+
+
+def _dumps(value: Any) -> str | None:
+    return None if value is None else orjson.dumps(value).decode()
+
+
+def _doc_metadata(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {"doc_id": row["doc_id"], "doc": scrub(row["doc"]), "doc_hash": row.get("doc_hash"),
+            "prompt_hash": row.get("prompt_hash")}
+
+
+def _steps(row: Mapping[str, Any], run_id: str, task: dict[str, Any], scores: Mapping[str, float],
+           primary: str, started: float) -> Iterator[dict[str, Any]]:
+    """The steps of one document: one per repeat, each with the document's scores."""
+    messages = _messages(row.get("arguments"))
+    first = row["resps"][0] if row["resps"] else []
+    answers = [_text(a) for a in first] if isinstance(first, list) else [_text(first)]
+    extracted = _text(row.get("filtered_resps"))
+    reward = scores.get(primary, 0.0)
+    own_filter = "," + str(row.get("filter", "none"))
+    entries: dict[str, dict[str, Any]] = {
+        k: {"reward": v, "passed": v >= 1.0, "extracted_answer": extracted if k.endswith(own_filter) else None,
+            "method": "lm-eval", "details": {}}
+        for k, v in scores.items()}
+    details = {"method": "lm-eval", "metric": primary, "filter": row.get("filter")}
+    for repeat, answer in enumerate(answers or [None]):
+        yield {
+            "run_id": run_id, "task_idx": row["doc_id"], "repeat": repeat, "task_id": task["task_id"],
+            "shard_idx": 0, "started_at": started, "prompt": task["prompt"], "messages": _dumps(messages),
+            "response": answer, "reasoning": None, "finish_reason": None, "tool_calls": None,
+            "reward": reward, "passed": reward >= 1.0, "expected_answer": task["expected_answer"],
+            "extracted_answer": extracted, "scoring_method": "lm-eval", "scoring_details": _dumps(details),
+            "failure_category": classify_answer(answer or "", reward, extracted),
+            "error": None, "http_status": None, "n_retries": 0,
+            "prompt_tokens": None, "completion_tokens": None, "total_tokens": None, "reasoning_tokens": None,
+            "latency_ms": None, "seed_ms": None, "model_ms": None, "verify_ms": None, "request_hash": None,
+            "request_seed": None, "response_id": None, "metadata": task["metadata"], "scores": _dumps(entries),
+        }
+
+
+# ---- the import ------------------------------------------------------------------------------------
+def _model_args(value: Any) -> Any:
+    """lm-eval's ``model_args`` without credentials (a ``k=v,k=v`` string or a mapping)."""
+    if isinstance(value, str):
+        return ",".join(p for p in value.split(",") if not _SECRET_ARG.search(p.split("=", 1)[0]))
+    return scrub(value)
+
+
+def _benchmark(out: TaskOutput, benchmark: str | None) -> str:
+    """``--benchmark``, else the task's name or its dataset's when nel knows it (``openai/gsm8k``), else the task."""
+    if benchmark:
+        return benchmark
+    dataset = out.config.get("dataset_path")
+    for name in (out.task, dataset.rsplit("/", 1)[-1] if isinstance(dataset, str) else None):
+        if known_benchmark(name):
+            return str(name)
+    return out.task
+
+
+def _existing(store: Path, run_id: str) -> dict[str, Any] | None:
+    if not store.exists() and not segments_root(store).is_dir():
+        return None
+    rows = Store(store).dicts("SELECT identity, status FROM runs WHERE run_id = ?", [run_id])
+    return rows[0] if rows else None
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-") or "task"
+
+
+def import_lmeval(store: Path, directory: Path, *, run_id: str | None = None,
+                  benchmark: str | None = None) -> list[LmEvalImportResult]:
+    """Import every task of the lm-eval output in ``directory`` (one run each).
+
+    Run ids default to ``lmeval-TASK-HASH`` of the samples' content, so importing the same output again writes
+    nothing. ``run_id`` names the run of a single task (``RUN_ID-TASK`` for each when there are several).
+
+    Raises:
+        UsageError: not lm-eval output, a results file of an unsupported version, a task without samples (it
+            was run without --log_samples), or a ``run_id`` already used by different content.
+    """
+    outputs = find_outputs(directory)
+    missing = [o.task for o in outputs if o.samples_file is None]
+    if missing:
+        raise UsageError(f"{outputs[0].results_file}: no samples_<task>_<date>.jsonl for task(s) "
+                         f"{', '.join(missing)} next to it (run lm_eval with --log_samples)")
+    results = []
+    for out in outputs:
+        name = run_id if run_id and len(outputs) == 1 else (f"{run_id}-{_slug(out.task)}" if run_id else None)
+        results.append(_import_task(store, out, name, benchmark))
+    return results
+
+
+def _import_task(store: Path, out: TaskOutput, run_id: str | None, benchmark: str | None) -> LmEvalImportResult:
+    samples = out.samples_file
+    assert samples is not None
+    primary_key = out.primary_key()
+    primary_filter = primary_key.split(",", 1)[1] if "," in primary_key else "none"
+    bench = _benchmark(out, benchmark)
+    index = TaskIndex(bench)
+    scan = _scan(out, samples, primary_filter, index)
+    metric = benchmark_metric(bench) or primary_key
+    model = out.results.get("model_name") or None
+    identity = {"source": "lm_eval", "task": out.task, "benchmark": bench, "model_id": model,
+                "content_sha256": scan.digest.hexdigest()}
+    ident_hash = identity_hash(identity)
+    run_id = run_id or f"lmeval-{_slug(out.task)}-{ident_hash[:12]}"
+    n_unpaired = sum(t.startswith(UNPAIRED_PREFIX) for t in scan.task_ids.values())
+    reported = _score(out.reported.get(primary_key))
+    result = LmEvalImportResult(
+        run_id=run_id, task=out.task, benchmark=bench, model_id=model, metric=metric, lm_eval_metric=primary_key,
+        reported=reported, n_tasks=len(scan.task_ids), n_repeats=scan.n_repeats,
+        n_steps=0, n_unpaired_tasks=n_unpaired, unpaired_reason=index.failure if n_unpaired else None,
+        skipped=tuple(scan.skipped), n_skipped=scan.n_skipped, already_imported=False)
+    existing = _existing(store, run_id)
+    if existing is not None:
+        old = existing["identity"]
+        diffs = identity_diff(orjson.loads(old) if isinstance(old, str) else old, identity)
+        if diffs:
+            raise UsageError(f"run {run_id} is already in the store with other content ({'; '.join(diffs)}); "
+                             "pass another --run-id")
+        if existing["status"] == "complete":
+            return _replace(result, already_imported=True)
+    n_steps = _write(store, out, samples, scan, identity, ident_hash, run_id, model, metric, primary_key)
+    return _replace(result, n_steps=n_steps)
+
+
+def _replace(result: LmEvalImportResult, **changes: Any) -> LmEvalImportResult:
+    return LmEvalImportResult(**{**{n: getattr(result, n) for n in LmEvalImportResult.__dataclass_fields__},
+                                 **changes})
+
+
+def _write(store: Path, out: TaskOutput, samples: Path, scan: _Scan, identity: dict[str, Any], ident_hash: str,
+           run_id: str, model: str | None, metric: str, primary_key: str) -> int:
+    """The second pass: the run header, then each document's task and steps as its line is read."""
+    lo, hi = min(scan.task_ids), max(scan.task_ids) + 1
+    conf = out.config
+    metrics = [metric, *(k for k in scan.metrics if k != metric)]
+    writer = ShardWriter(store, run_id, 0, roll_every=_BATCH_ROLL)
+    writer.begin(
+        {"run_id": run_id, "benchmark": identity["benchmark"], "model_id": model, "model_url": None,
+         "protocol": "chat_completions", "identity_hash": ident_hash, "identity": identity,
+         "config": {"source": "lm_eval", "lm_eval_version": out.results.get("lm_eval_version"),
+                    "results_file": str(out.results_file), "samples_file": str(samples), "task": out.task,
+                    "model": _obj(out.results.get("config")).get("model"),
+                    "model_args": _model_args(_obj(out.results.get("config")).get("model_args")),
+                    "generation_kwargs": scrub(conf.get("generation_kwargs")),
+                    "num_fewshot": conf.get("num_fewshot"), "task_config": scrub(conf),
+                    "lm_eval_results": out.reported, "primary_metric": metric, "metrics": metrics,
+                    "lm_eval_primary_metric": primary_key,
+                    "metric_source": f"lm-eval's {primary_key} of each document", "passed_rule": "reward >= 1",
+                    "unpaired_tasks": sum(t.startswith(UNPAIRED_PREFIX) for t in scan.task_ids.values()),
+                    "skipped_lines": scan.n_skipped},
+         "n_tasks": len(scan.task_ids), "n_repeats": scan.n_repeats, "problem_start": lo, "problem_end": hi,
+         "total_shards": 1, "created_at": os.path.getmtime(samples), "nel_version": __version__},
+        {"shard_idx": 0, "total_shards": 1, "problem_start": lo, "problem_end": hi},
+    )
+    primary_filter = primary_key.split(",", 1)[1] if "," in primary_key else "none"
+    written: set[int] = set()
+    mtime = os.path.getmtime(samples)
+    try:
+        for _, row in _lines(samples):
+            if isinstance(row, str) or str(row.get("filter", "none")) != primary_filter or row["doc_id"] in written:
+                continue
+            doc_id = row["doc_id"]
+            written.add(doc_id)
+            messages = _messages(row.get("arguments"))
+            task = {"run_id": run_id, "task_idx": doc_id, "task_id": scan.task_ids[doc_id],
+                    "benchmark": identity["benchmark"], "prompt": _prompt(messages),
+                    "expected_answer": _text(row.get("target")), "metadata": _dumps(_doc_metadata(row))}
+            writer.add_task(task)
+            for step in _steps(row, run_id, task, scan.scores.get(doc_id, {}), primary_key, mtime):
+                writer.append(step)
+    except BaseException:
+        writer.finish(RunStatus.FAILED, "import stopped")
+        raise
+    writer.finish(RunStatus.COMPLETE)
+    ingest(store)
+    return writer.n_written
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
