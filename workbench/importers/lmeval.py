@@ -21,7 +21,7 @@ import hashlib
 import os
 import re
 import unicodedata
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,7 +45,8 @@ from workbench.types import RunStatus
 
 UNPAIRED_PREFIX = "lmeval-"
 """Ids of documents nel does not know start with it; nel's own ids are bare hex digests, so the two never meet."""
-_BATCH_ROLL = 4096
+_BATCH_ROLL = 1024  # the engine's own: a journal of wide steps rolls within the roller's 64 MB
+_SHARD_DOCS = 2048
 _SHOWN_SKIPS = 12
 _SECRET_ARG = re.compile(r"(?i)(api[_-]?key|token|secret|passw|authoriz)")
 
@@ -243,8 +244,13 @@ def _dumps(value: Any) -> str | None:
 
 
 def _doc_metadata(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {"doc_id": row["doc_id"], "doc": scrub(row["doc"]), "doc_hash": row.get("doc_hash"),
-            "prompt_hash": row.get("prompt_hash")}
+    """The document's slicing fields (its short scalars: subject, level...) and lm-eval's ids of it.
+
+    Long text (the question, the worked answer) is already the task's prompt and expected answer: kept once.
+    """
+    doc = {k: v for k, v in scrub(row["doc"]).items()
+           if isinstance(v, bool | int | float) or (isinstance(v, str) and len(v) <= 200)}
+    return {"doc_id": row["doc_id"], **doc, "doc_hash": row.get("doc_hash")}
 
 
 def _steps(row: Mapping[str, Any], run_id: str, task: dict[str, Any], scores: Mapping[str, float],
@@ -272,7 +278,8 @@ def _steps(row: Mapping[str, Any], run_id: str, task: dict[str, Any], scores: Ma
             "error": None, "http_status": None, "n_retries": 0,
             "prompt_tokens": None, "completion_tokens": None, "total_tokens": None, "reasoning_tokens": None,
             "latency_ms": None, "seed_ms": None, "model_ms": None, "verify_ms": None, "request_hash": None,
-            "request_seed": None, "response_id": None, "metadata": task["metadata"], "scores": _dumps(entries),
+            "request_seed": None, "response_id": None, "metadata": _dumps({"doc_id": row["doc_id"]}),
+            "scores": _dumps(entries),
         }
 
 
@@ -368,40 +375,60 @@ def _replace(result: LmEvalImportResult, **changes: Any) -> LmEvalImportResult:
                                  **changes})
 
 
+def _shards(doc_ids: Iterable[int]) -> dict[int, tuple[int, int, int]]:
+    """Documents in ranges of ``_SHARD_DOCS`` ids, the empty ranges left out: ``range -> (shard, docs, start)``.
+
+    Each shard is ingested as soon as its last document is written, so the store's lean ingest reads the tasks
+    of one shard at a time (100,000 tasks at once exceed its memory budget).
+    """
+    counts: dict[int, int] = {}
+    for doc_id in doc_ids:
+        counts[doc_id // _SHARD_DOCS] = counts.get(doc_id // _SHARD_DOCS, 0) + 1
+    return {k: (idx, counts[k], k * _SHARD_DOCS) for idx, k in enumerate(sorted(counts))}
+
+
 def _write(store: Path, out: TaskOutput, samples: Path, scan: _Scan, identity: dict[str, Any], ident_hash: str,
            run_id: str, model: str | None, metric: str, primary_key: str) -> int:
     """The second pass: the run header, then each document's task and steps as its line is read."""
     lo, hi = min(scan.task_ids), max(scan.task_ids) + 1
     conf = out.config
     metrics = [metric, *(k for k in scan.metrics if k != metric)]
-    writer = ShardWriter(store, run_id, 0, roll_every=_BATCH_ROLL)
-    writer.begin(
-        {"run_id": run_id, "benchmark": identity["benchmark"], "model_id": model, "model_url": None,
-         "protocol": "chat_completions", "identity_hash": ident_hash, "identity": identity,
-         "config": {"source": "lm_eval", "lm_eval_version": out.results.get("lm_eval_version"),
-                    "results_file": str(out.results_file), "samples_file": str(samples), "task": out.task,
-                    "model": _obj(out.results.get("config")).get("model"),
-                    "model_args": _model_args(_obj(out.results.get("config")).get("model_args")),
-                    "generation_kwargs": scrub(conf.get("generation_kwargs")),
-                    "num_fewshot": conf.get("num_fewshot"), "task_config": scrub(conf),
-                    "lm_eval_results": out.reported, "primary_metric": metric, "metrics": metrics,
-                    "lm_eval_primary_metric": primary_key,
-                    "metric_source": f"lm-eval's {primary_key} of each document", "passed_rule": "reward >= 1",
-                    "unpaired_tasks": sum(t.startswith(UNPAIRED_PREFIX) for t in scan.task_ids.values()),
-                    "skipped_lines": scan.n_skipped},
-         "n_tasks": len(scan.task_ids), "n_repeats": scan.n_repeats, "problem_start": lo, "problem_end": hi,
-         "total_shards": 1, "created_at": os.path.getmtime(samples), "nel_version": __version__},
-        {"shard_idx": 0, "total_shards": 1, "problem_start": lo, "problem_end": hi},
-    )
+    shards = _shards(scan.task_ids)
+    header = {
+        "run_id": run_id, "benchmark": identity["benchmark"], "model_id": model, "model_url": None,
+        "protocol": "chat_completions", "identity_hash": ident_hash, "identity": identity,
+        "config": {"source": "lm_eval", "lm_eval_version": out.results.get("lm_eval_version"),
+                   "results_file": str(out.results_file), "samples_file": str(samples), "task": out.task,
+                   "model": _obj(out.results.get("config")).get("model"),
+                   "model_args": _model_args(_obj(out.results.get("config")).get("model_args")),
+                   "generation_kwargs": scrub(conf.get("generation_kwargs")),
+                   "num_fewshot": conf.get("num_fewshot"), "task_config": scrub(conf),
+                   "lm_eval_results": out.reported, "primary_metric": metric, "metrics": metrics,
+                   "lm_eval_primary_metric": primary_key,
+                   "metric_source": f"lm-eval's {primary_key} of each document", "passed_rule": "reward >= 1",
+                   "unpaired_tasks": sum(t.startswith(UNPAIRED_PREFIX) for t in scan.task_ids.values()),
+                   "skipped_lines": scan.n_skipped},
+        "n_tasks": len(scan.task_ids), "n_repeats": scan.n_repeats, "problem_start": lo, "problem_end": hi,
+        "total_shards": len(shards), "created_at": os.path.getmtime(samples), "nel_version": __version__}
     primary_filter = primary_key.split(",", 1)[1] if "," in primary_key else "none"
     written: set[int] = set()
+    left = {k: n for k, (_, n, _) in shards.items()}
+    writers: dict[int, ShardWriter] = {}
     mtime = os.path.getmtime(samples)
+    n_written = 0
     try:
         for _, row in _lines(samples):
             if isinstance(row, str) or str(row.get("filter", "none")) != primary_filter or row["doc_id"] in written:
                 continue
             doc_id = row["doc_id"]
             written.add(doc_id)
+            k = doc_id // _SHARD_DOCS
+            writer = writers.get(k)
+            if writer is None:
+                idx, _, start = shards[k]
+                writer = writers[k] = ShardWriter(store, run_id, idx, roll_every=_BATCH_ROLL)
+                writer.begin(header, {"shard_idx": idx, "total_shards": len(shards), "problem_start": start,
+                                      "problem_end": start + _SHARD_DOCS})
             messages = _messages(row.get("arguments"))
             task = {"run_id": run_id, "task_idx": doc_id, "task_id": scan.task_ids[doc_id],
                     "benchmark": identity["benchmark"], "prompt": _prompt(messages),
@@ -409,12 +436,16 @@ def _write(store: Path, out: TaskOutput, samples: Path, scan: _Scan, identity: d
             writer.add_task(task)
             for step in _steps(row, run_id, task, scan.scores.get(doc_id, {}), primary_key, mtime):
                 writer.append(step)
+            left[k] -= 1
+            if left[k] == 0:  # the shard's last document: into the store now, its files gone
+                writers.pop(k).finish(RunStatus.COMPLETE)
+                n_written += writer.n_written
+                ingest(store)
     except BaseException:
-        writer.finish(RunStatus.FAILED, "import stopped")
+        for writer in writers.values():
+            writer.finish(RunStatus.FAILED, "import stopped")
         raise
-    writer.finish(RunStatus.COMPLETE)
-    ingest(store)
-    return writer.n_written
+    return n_written
 
 
 def _obj(value: Any) -> dict[str, Any]:
