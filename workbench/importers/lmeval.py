@@ -441,6 +441,9 @@ def _write(store: Path, out: TaskOutput, samples: Path, scan: _Scan, identity: d
                 writers.pop(k).finish(RunStatus.COMPLETE)
                 n_written += writer.n_written
                 ingest(store)
+        if writers:  # the file changed between the passes: what was written stands, the rest is not there
+            raise UsageError(f"{samples}: changed while it was imported (documents of {len(writers)} shard(s) "
+                             "are missing); import it again")
     except BaseException:
         for writer in writers.values():
             writer.finish(RunStatus.FAILED, "import stopped")
