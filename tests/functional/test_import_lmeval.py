@@ -193,3 +193,33 @@ def test_a_large_output_is_written_and_ingested_shard_by_shard_into_one_complete
     assert (result.n_tasks, result.n_steps) == (5000, 5000)
     assert store.rows("SELECT status, n_tasks FROM runs WHERE run_id = ?", [result.run_id]) == [("complete", 5000)]
     assert store.rows("SELECT count(DISTINCT task_id) FROM run_tasks WHERE run_id = ?", [result.run_id]) == [(5000,)]
+
+
+def _rewrite(samples: Path, change: Any) -> None:
+    rows = [orjson.loads(line) for line in samples.read_bytes().splitlines()]
+    samples.write_bytes(b"".join(orjson.dumps(change(r)) + b"\n" for r in rows))
+
+
+def test_a_question_copied_with_other_spacing_and_case_still_pairs(lm_eval_output, tmp_path):
+    out = _copy(lm_eval_output[0], tmp_path / "out")
+    native_ids = {s[5] for s in _steps(tmp_path / "a.duckdb", _import(tmp_path / "a.duckdb", out, "--benchmark",
+                                                                       "gsm8k")[0])}
+    shutil.rmtree(out)
+    out = _copy(lm_eval_output[0], tmp_path / "out")
+    _rewrite(_samples_file(out), lambda r: {**r, "doc": {**r["doc"], "question": "  " + r["doc"]["question"].upper()
+                                                          .replace(" ", "\n ")}})
+    run_id, text = _import(tmp_path / "b.duckdb", out, "--benchmark", "gsm8k")
+    assert "paired     30 of 30 documents" in text
+    assert {s[5] for s in _steps(tmp_path / "b.duckdb", run_id)} == native_ids
+
+
+def test_each_repeat_is_a_step_carrying_its_documents_scores(lm_eval_output, tmp_path):
+    """lm-eval scores a document, not a repeat: the mean over steps stays lm-eval's accuracy."""
+    out, results = lm_eval_output
+    out = _copy(out, tmp_path / "out")
+    _rewrite(_samples_file(out), lambda r: {**r, "resps": [[r["resps"][0][0], "a second answer", "a third"]]})
+    run_id, text = _import(tmp_path / "nel.duckdb", out)
+    steps = _steps(tmp_path / "nel.duckdb", run_id)
+    assert "documents  30, 3 repeat(s) each, 90 steps written" in text
+    assert [s[1] for s in steps[:3]] == [0, 1, 2] and len({s[2] for s in steps[:3]}) == 1
+    assert sum(bool(s[2]) for s in steps) / len(steps) == results["results"][TASK][PRIMARY]
