@@ -440,7 +440,7 @@ def _write(store: Path, out: TaskOutput, samples: Path, scan: _Scan, identity: d
             if left[k] == 0:  # the shard's last document: into the store now, its files gone
                 writers.pop(k).finish(RunStatus.COMPLETE)
                 n_written += writer.n_written
-                ingest(store)
+                ingest(store, bulk=True)
         if writers:  # the file changed between the passes: what was written stands, the rest is not there
             raise UsageError(f"{samples}: changed while it was imported (documents of {len(writers)} shard(s) "
                              "are missing); import it again")

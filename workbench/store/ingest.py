@@ -115,9 +115,9 @@ def ingest(store: Path, sources: list[Path] | None = None, *, bulk: bool = False
     ``bulk``: a merge that runs on its own copies shards with two threads and
     ``MERGE_MEMORY_LIMIT``; the engine's end-of-run ingest, beside a finished run, stays lean.
     """
-    budget = {"memory_limit": merge_memory(), "threads": 2} if bulk else {}
+    budget: dict[str, Any] = {"memory_limit": merge_memory(), "threads": 2} if bulk else {}
     done, added, con = _ingest_segments_in_batches(store, sources, budget)
-    con = con or connect_rw(store)
+    con = con or connect_rw(store, **budget)  # a bulk merge keeps its budget to the end (the tasks table too)
     try:
         for attempt in range(_VANISHED_RETRIES):
             try:
