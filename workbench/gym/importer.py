@@ -455,15 +455,18 @@ def _identity(scan: _Scan, benchmark: str, model: str | None) -> dict[str, Any]:
     return {"source": "nemo_gym", "benchmark": benchmark, "model_id": model, "content_sha256": scan.digest.hexdigest()}
 
 
-def _existing(store: Path, run_id: str) -> dict[str, Any] | None:
+def stored_run(store: Path, run_id: str) -> dict[str, Any] | None:
+    """The identity and status of run ``run_id`` in ``store`` (live segments included), or None: an import that
+    finds its run already there writes nothing again, or refuses other content under the same id."""
     if not store.exists() and not segments_root(store).is_dir():
         return None
     rows = Store(store).dicts("SELECT identity, status FROM runs WHERE run_id = ?", [run_id])
     return rows[0] if rows else None
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-") or "gym"
+def id_slug(text: str, default: str = "gym") -> str:
+    """``text`` as a piece of a run id: letters, digits, ``_.-``; ``default`` when nothing is left."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-") or default
 
 
 def import_gym(
@@ -487,12 +490,12 @@ def import_gym(
             a row without a task index, or a ``--run-id`` already used by different content.
     """
     scan = _scan(rollouts, inputs, failures, benchmark)
-    bench = benchmark or scan.benchmark or _slug(rollouts.stem)
+    bench = benchmark or scan.benchmark or id_slug(rollouts.stem)
     model = model_id or scan.model
     metric = benchmark_metric(bench) or "reward"
     identity = _identity(scan, bench, model)
     ident_hash = identity_hash(identity)
-    run_id = run_id or f"gym-{_slug(bench)}-{ident_hash[:12]}"
+    run_id = run_id or f"gym-{id_slug(bench)}-{ident_hash[:12]}"
     tasks_idx = sorted(scan.task_rows)
     n_repeats = max((r + 1 for _, r in scan.expected | scan.done | set(scan.failed)), default=1)
     missing_tasks = len(set(tasks_idx) - {t for t, _ in scan.done | set(scan.failed)})
@@ -504,7 +507,7 @@ def import_gym(
         already_imported=False, metric=metric, n_unpaired_tasks=len(scan.unpaired_tasks),
         unpaired=scan.unpaired_report(),
     )
-    existing = _existing(store, run_id)
+    existing = stored_run(store, run_id)
     if existing is not None:
         old = existing["identity"]
         diffs = identity_diff(orjson.loads(old) if isinstance(old, str) else old, identity)

@@ -33,13 +33,11 @@ from workbench.engine.identity import identity_diff, identity_hash
 from workbench.environments import benchmark_names, get_environment
 from workbench.environments.dataset import DatasetEnvironment
 from workbench.errors import UsageError
-from workbench.gym.importer import scrub
+from workbench.gym.importer import id_slug, scrub, stored_run
 from workbench.gym.pairing import benchmark_metric, known_benchmark
 from workbench.importers.lmeval_files import TaskOutput, find_outputs
 from workbench.model.failures import classify_answer
 from workbench.store.ingest import ingest
-from workbench.store.layout import segments_root
-from workbench.store.reader import Store
 from workbench.store.writer import ShardWriter
 from workbench.types import RunStatus
 
@@ -302,15 +300,6 @@ def _benchmark(out: TaskOutput, benchmark: str | None) -> str:
     return out.task
 
 
-def _existing(store: Path, run_id: str) -> dict[str, Any] | None:
-    if not store.exists() and not segments_root(store).is_dir():
-        return None
-    rows = Store(store).dicts("SELECT identity, status FROM runs WHERE run_id = ?", [run_id])
-    return rows[0] if rows else None
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-") or "task"
 
 
 def import_lmeval(store: Path, directory: Path, *, run_id: str | None = None,
@@ -331,7 +320,7 @@ def import_lmeval(store: Path, directory: Path, *, run_id: str | None = None,
                          f"{', '.join(missing)} next to it (run lm_eval with --log_samples)")
     results = []
     for out in outputs:
-        name = run_id if run_id and len(outputs) == 1 else (f"{run_id}-{_slug(out.task)}" if run_id else None)
+        name = run_id if run_id and len(outputs) == 1 else (f"{run_id}-{id_slug(out.task, 'task')}" if run_id else None)
         results.append(_import_task(store, out, name, benchmark))
     return results
 
@@ -349,7 +338,7 @@ def _import_task(store: Path, out: TaskOutput, run_id: str | None, benchmark: st
     identity = {"source": "lm_eval", "task": out.task, "benchmark": bench, "model_id": model,
                 "content_sha256": scan.digest.hexdigest()}
     ident_hash = identity_hash(identity)
-    run_id = run_id or f"lmeval-{_slug(out.task)}-{ident_hash[:12]}"
+    run_id = run_id or f"lmeval-{id_slug(out.task, 'task')}-{ident_hash[:12]}"
     n_unpaired = sum(t.startswith(UNPAIRED_PREFIX) for t in scan.task_ids.values())
     reported = _score(out.reported.get(primary_key))
     result = LmEvalImportResult(
@@ -357,7 +346,7 @@ def _import_task(store: Path, out: TaskOutput, run_id: str | None, benchmark: st
         reported=reported, n_tasks=len(scan.task_ids), n_repeats=scan.n_repeats,
         n_steps=0, n_unpaired_tasks=n_unpaired, unpaired_reason=index.failure if n_unpaired else None,
         skipped=tuple(scan.skipped), n_skipped=scan.n_skipped, already_imported=False)
-    existing = _existing(store, run_id)
+    existing = stored_run(store, run_id)
     if existing is not None:
         old = existing["identity"]
         diffs = identity_diff(orjson.loads(old) if isinstance(old, str) else old, identity)
