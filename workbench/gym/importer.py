@@ -455,6 +455,23 @@ def _identity(scan: _Scan, benchmark: str, model: str | None) -> dict[str, Any]:
     return {"source": "nemo_gym", "benchmark": benchmark, "model_id": model, "content_sha256": scan.digest.hexdigest()}
 
 
+def already_imported(store: Path, run_id: str, identity: dict[str, Any]) -> bool:
+    """Whether run ``run_id`` is complete in ``store`` with this ``identity`` (importing again writes nothing).
+
+    Raises:
+        UsageError: the id is taken by other content.
+    """
+    existing = stored_run(store, run_id)
+    if existing is None:
+        return False
+    old = existing["identity"]
+    diffs = identity_diff(orjson.loads(old) if isinstance(old, str) else old, identity)
+    if diffs:
+        raise UsageError(f"run {run_id} is already in the store with other content ({'; '.join(diffs)}); "
+                         "pass another --run-id")
+    return bool(existing["status"] == "complete")
+
+
 def stored_run(store: Path, run_id: str) -> dict[str, Any] | None:
     """The identity and status of run ``run_id`` in ``store`` (live segments included), or None: an import that
     finds its run already there writes nothing again, or refuses other content under the same id."""
@@ -507,15 +524,8 @@ def import_gym(
         already_imported=False, metric=metric, n_unpaired_tasks=len(scan.unpaired_tasks),
         unpaired=scan.unpaired_report(),
     )
-    existing = stored_run(store, run_id)
-    if existing is not None:
-        old = existing["identity"]
-        diffs = identity_diff(orjson.loads(old) if isinstance(old, str) else old, identity)
-        if diffs:
-            raise UsageError(f"run {run_id} is already in the store with other content ({'; '.join(diffs)}); "
-                             "pass another --run-id")
-        if existing["status"] == "complete":
-            return GymImportResult(**{**_as_dict(result), "already_imported": True})
+    if already_imported(store, run_id, identity):
+        return GymImportResult(**{**_as_dict(result), "already_imported": True})
     for task in scan.task_rows.values():
         task["benchmark"] = bench
     _write(store, rollouts, failures, scan, identity, ident_hash, run_id, model, n_repeats, metric)

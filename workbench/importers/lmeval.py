@@ -29,11 +29,11 @@ from typing import Any
 import orjson
 
 from workbench import __version__
-from workbench.engine.identity import identity_diff, identity_hash
+from workbench.engine.identity import identity_hash
 from workbench.environments import benchmark_names, get_environment
 from workbench.environments.dataset import DatasetEnvironment
 from workbench.errors import UsageError
-from workbench.gym.importer import id_slug, scrub, stored_run
+from workbench.gym.importer import already_imported, id_slug, scrub
 from workbench.gym.pairing import benchmark_metric, known_benchmark
 from workbench.importers.lmeval_files import TaskOutput, find_outputs
 from workbench.model.failures import classify_answer
@@ -346,15 +346,8 @@ def _import_task(store: Path, out: TaskOutput, run_id: str | None, benchmark: st
         reported=reported, n_tasks=len(scan.task_ids), n_repeats=scan.n_repeats,
         n_steps=0, n_unpaired_tasks=n_unpaired, unpaired_reason=index.failure if n_unpaired else None,
         skipped=tuple(scan.skipped), n_skipped=scan.n_skipped, already_imported=False)
-    existing = stored_run(store, run_id)
-    if existing is not None:
-        old = existing["identity"]
-        diffs = identity_diff(orjson.loads(old) if isinstance(old, str) else old, identity)
-        if diffs:
-            raise UsageError(f"run {run_id} is already in the store with other content ({'; '.join(diffs)}); "
-                             "pass another --run-id")
-        if existing["status"] == "complete":
-            return _replace(result, already_imported=True)
+    if already_imported(store, run_id, identity):
+        return _replace(result, already_imported=True)
     n_steps = _write(store, out, samples, scan, identity, ident_hash, run_id, model, metric, primary_key)
     return _replace(result, n_steps=n_steps)
 
