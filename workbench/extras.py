@@ -22,6 +22,7 @@ DISTRIBUTION = "nel-workbench"
 
 EXTRA_OF: dict[str, str] = {
     "textual": "tui",
+    "harlequin": "tui",
     "ipywidgets": "notebook",
     "altair": "notebook",
     "anywidget": "notebook",

@@ -40,14 +40,39 @@ class TestSql:
                 ["demo-a", "28"], ["demo-b", "16"]]
             assert text_of(app, "#status").startswith("2 rows · ")
 
-    async def test_a_syntax_error_is_a_message_not_a_traceback(self, demo: Path) -> None:
+    async def test_a_syntax_error_is_one_line_right_under_the_editor(self, demo: Path) -> None:
         app = NelApp(demo)
         async with app.run_test() as pilot:
             await open_sql(app, pilot, "SELEC nonsense FROM nowhere")
-            message = text_of(app, "#message")
+            status = app.screen.query_one("#status")
+            message = text_of(app, "#status")
             assert message.startswith("SQL error: Parser Error: syntax error at or near \"SELEC\"")
-            assert "\n" not in message
+            assert "\n" not in message and status.has_class("error")
+            editor = app.screen.query_one("#query")
+            assert status.region.y <= editor.region.bottom + 1  # where the eye is, not at the foot of the screen
             assert app.screen.query_one("#result", DataTable).row_count == 0
+
+    async def test_ctrl_r_runs_the_statement_under_the_cursor_or_the_selection(self, demo: Path) -> None:
+        app = NelApp(demo)
+        async with app.run_test() as pilot:
+            screen = await open_sql(app, pilot)
+            editor = screen.query_one("#query", TextArea)
+            editor.text = "SELECT 1 AS one;\n-- the second; with a ; in a comment\nSELECT 'a;b' AS two;\n"
+            editor.focus()
+            editor.cursor_location = (0, 3)
+            await pilot.press("ctrl+r")
+            await settle(pilot)
+            table = screen.query_one("#result", DataTable)
+            assert [str(c.label) for c in table.columns.values()] == ["one"]
+            editor.cursor_location = (2, 5)
+            await pilot.press("ctrl+r")
+            await settle(pilot)
+            assert [str(c.label) for c in table.columns.values()] == ["two"]
+            assert str(table.get_row_at(0)[0]) == "a;b"
+            editor.select_line(0)
+            await pilot.press("ctrl+r")
+            await settle(pilot)
+            assert [str(c.label) for c in table.columns.values()] == ["one"]
 
     async def test_a_named_query_loads_and_runs_and_its_rows_open_their_task(self, demo: Path) -> None:
         app = NelApp(demo)

@@ -342,6 +342,8 @@ def build_parser() -> argparse.ArgumentParser:
     sql = sub.add_parser("sql", help="run SQL over the store (live runs included)")
     sql.add_argument("query", nargs="?", help="SQL text (or use --named)")
     sql.add_argument("--named", metavar="NAME", help="run a named query from store/queries/")
+    sql.add_argument("--ide", action="store_true", help="open the store in harlequin, a SQL IDE in the terminal "
+                     "(schema browser, completion, history, results export; read-only, live runs included)")
     _store_arg(sql)
     sql.add_argument("--format", choices=("table", "csv", "json"), default="table")
     sql.set_defaults(func=_handler("misc", "cmd_sql"))

@@ -57,6 +57,8 @@ def cmd_sql(args: argparse.Namespace) -> int:
     from workbench.cli.paths import store_path
     from workbench.store import open_store
 
+    if args.ide:
+        return _sql_ide(args)
     if bool(args.query) == bool(args.named):
         raise UsageError("give either a SQL query or --named NAME")
     query = _named_query(args.named) if args.named else args.query
@@ -81,6 +83,22 @@ def cmd_sql(args: argparse.Namespace) -> int:
             print(shown(str(_escaped(frame))))
         print(f"({frame.height} row{'s' if frame.height != 1 else ''})")
     return 0
+
+
+def _sql_ide(args: argparse.Namespace) -> int:
+    from workbench.cli.paths import store_path
+    from workbench.extras import require
+
+    if args.query or args.named:
+        raise UsageError("--ide opens the IDE on the store: give no query (type it in the IDE's editor)")
+    require("tui", "nel sql --ide")
+    from workbench.store import open_store
+    from workbench.tui.sql_ide import ide_app
+
+    store = open_store(store_path(args))  # a missing or foreign store is one line here, not inside the IDE
+    app = ide_app(store.path)
+    app.run()
+    return app.return_code or 0
 
 
 def resolve_bench(bench: str, files: list[str] | None) -> str:

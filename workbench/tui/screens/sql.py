@@ -18,6 +18,7 @@ from workbench.store.queries.sql import SqlResult, named_queries, run_sql
 from workbench.tui import format as fmt
 from workbench.tui.messages import SqlFinished
 from workbench.tui.screens.base import NelScreen
+from workbench.tui.sql_text import statement_at
 from workbench.tui.widgets.table import NelTable
 
 ROW_LIMIT = 1000
@@ -44,10 +45,13 @@ class SqlScreen(NelScreen):
     AUTO_FOCUS = "#query"
     title_text = "SQL"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+r", "run", "Run", priority=True, tooltip="Run the query in the editor"),
-        Binding("f5", "run", "Run", show=False, tooltip="Run the query in the editor"),
+        Binding("ctrl+r", "run", "Run", priority=True,
+                tooltip="Run the statement under the cursor (or the selected text)"),
+        Binding("f5", "run", "Run", show=False, tooltip="Run the statement under the cursor (or the selected text)"),
         Binding("ctrl+n", "named", "Named queries", tooltip="Pick a named query (store/queries/*.sql)"),
         Binding("ctrl+t", "results", "Results", tooltip="Move to the result table"),
+        Binding("ctrl+o", "ide", "Open in IDE", tooltip="Open the store in harlequin (nel sql --ide): schema "
+                "browser, completion, history, results export"),
     ]
 
     def __init__(self) -> None:
@@ -62,17 +66,20 @@ class SqlScreen(NelScreen):
         with Horizontal(id="sql-top"):
             yield OptionList(*(Option(name, id=name) for name in self.queries), id="named")
             yield TextArea(self.nel.last_sql, id="query", language=None, show_line_numbers=False)
-        yield Static("ctrl+r runs the query; Enter on a named query runs it", id="status", markup=False)
+        yield Static("ctrl+r runs the statement under the cursor (or the selection); Enter on a named query runs "
+                     "it; ctrl+o opens the store in harlequin", id="status", markup=False)
         yield NelTable(id="result")
 
     # ---- running ----------------------------------------------------------------------------------------------
     def action_run(self) -> None:
-        query = self.query_one("#query", TextArea).text
-        if not query.strip():
-            self.say("The editor is empty: type a query, or pick a named one.", error=True)
+        editor = self.query_one("#query", TextArea)
+        offset = editor.document.get_index_from_location(editor.cursor_location)
+        query = editor.selected_text.strip() or statement_at(editor.text, offset)
+        if not query:
+            self.status("The editor is empty: type a query, or pick a named one.", error=True)
             return
-        self.nel.last_sql = query
-        self.query_one("#status", Static).update("running…")
+        self.nel.last_sql = editor.text
+        self.status("running…")
         clock = self.nel.clock
 
         def job(token: int) -> SqlFinished:
@@ -95,13 +102,32 @@ class SqlScreen(NelScreen):
         more = f" (the first {ROW_LIMIT} shown)" if result.truncated else ""
         rows = f"{len(result.rows)} row{'s' if len(result.rows) != 1 else ''}{more}"
         took = f"{1000 * message.elapsed_s:,.0f} ms"
-        self.query_one("#status", Static).update(f"{rows} · {took}" if result.columns else f"done, no result · {took}")
+        self.status(f"{rows} · {took}" if result.columns else f"done, no result · {took}")
 
     def failed(self, group: str, text: str) -> None:
-        self.query_one("#status", Static).update("the query failed")
+        """The error on the status line under the editor, where the eye is (not at the foot of the screen)."""
         if text.startswith("DuckDB: "):
             text = "SQL error: " + text.removeprefix("DuckDB: ")
-        self.say(text, error=True)
+        self.status(text, error=True)
+
+    def status(self, text: str, *, error: bool = False) -> None:
+        line = self.query_one("#status", Static)
+        line.update(text)
+        line.set_class(error, "error")
+
+    def action_ide(self) -> None:
+        """harlequin on the same store, the TUI suspended meanwhile (it is another full-screen program)."""
+        import subprocess
+        import sys
+
+        from workbench.extras import missing_module
+
+        if missing_module("tui"):
+            self.status("harlequin is not installed: pip install 'nel-workbench[tui]'", error=True)
+            return
+        with self.app.suspend():
+            subprocess.run([sys.executable, "-m", "workbench.cli", "sql", "--ide", "--store",
+                            str(self.nel.store_path)], check=False)
 
     @on(OptionList.OptionSelected, "#named")
     def _named(self, event: OptionList.OptionSelected) -> None:
