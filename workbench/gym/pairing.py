@@ -7,8 +7,9 @@ the prompt as sent, not the data row), so the id is found, never guessed:
 1. the row's own ``task_id`` (``nel serve --export-data`` writes it, Gym copies the row's fields into its
    rollouts and materialized inputs): nel's id, kept as it is;
 2. else its prompt, looked up among the problems of the benchmark the run names (``--benchmark``, or the
-   row's ``benchmark`` / ``eval_type``): the id the native engine gave the problem with that prompt (the
-   expected answer settles prompts the benchmark holds twice);
+   row's ``benchmark`` / ``eval_type``) by the rule every importer shares
+   (``workbench.environments.question_index``): the prompt nel sends for a problem, else the problem's
+   question, equal or inside the prompt (the expected answer settles questions the benchmark holds twice);
 3. else the task is **unpaired**: it gets an id of its own (``gym-`` and a hash of what the model was
    asked and the expected answer) that pairs it with other Gym imports of the same data, never with a
    native run, and the import names its rows and the reason.
@@ -20,7 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from workbench.environments import benchmark_names, get_environment
+from workbench.environments import benchmark_names
+from workbench.environments.question_index import QuestionIndex
 from workbench.errors import UsageError
 
 UNPAIRED_PREFIX = "gym-"
@@ -36,67 +38,23 @@ class Resolution:
     reason: str | None = None
 
 
-def _last_user_text(messages: Any) -> str | None:
-    for message in reversed(list(messages)):
-        content = message.get("content") if isinstance(message, Mapping) else None
-        if message.get("role") == "user" and isinstance(content, str):
-            return content
-    return None
-
-
 class TaskResolver:
-    """Finds nel's task id for Gym rows of one benchmark (its problems are loaded once, on first need)."""
+    """Finds nel's task id for Gym rows of one benchmark: the row's own ``task_id``, else its prompt among the
+    benchmark's problems by the rule every importer shares (``workbench.environments.question_index``)."""
 
     def __init__(self, benchmark: str | None) -> None:
         self.benchmark = benchmark
-        self._index: dict[str, list[tuple[str, str]]] | None = None  # prompt -> [(expected, task_id)]
-        self._failure: str | None = None
+        self._index = QuestionIndex(benchmark)
 
     def resolve(self, row: Mapping[str, Any], prompt: str | None, expected: str | None) -> Resolution:
-        """``row``'s id: its own ``task_id``, else the benchmark's problem with this ``prompt``."""
+        """``row``'s id: its own ``task_id``, else the benchmark's problem this ``prompt`` asks."""
         own = row.get("task_id")
         if isinstance(own, str) and own:
             return Resolution(own)
         if not prompt:
             return Resolution(None, "no task_id and no prompt (responses_create_params.input)")
-        index = self._problems()
-        if index is None:
-            return Resolution(None, f"no task_id, and {self._failure}")
-        found = {task_id for _, task_id in index.get(prompt, ())}
-        if len(found) > 1:
-            found = {task_id for exp, task_id in index[prompt] if exp == expected}
-            if len(found) != 1:
-                return Resolution(None, f"no task_id, and the prompt is {len(index[prompt])} {self.benchmark} "
-                                        "problems the expected answer does not tell apart")
-        if not found:
-            return Resolution(None, f"no task_id, and the prompt is none of {self.benchmark}'s problems")
-        return Resolution(found.pop())
-
-    def _problems(self) -> dict[str, list[tuple[str, str]]] | None:
-        """The benchmark's problems by prompt text (the seed's prompt and its last user message)."""
-        if self._index is not None or self._failure is not None:
-            return self._index
-        name = self.benchmark
-        if name is None:
-            self._failure = "no benchmark named to match the prompt against (name one with --benchmark)"
-            return None
-        if name not in benchmark_names():
-            self._failure = (f"{name!r} is not a benchmark nel knows, so its prompt cannot be matched "
-                             "(name one with --benchmark)")
-            return None
-        try:
-            env = get_environment(name)
-            index: dict[str, list[tuple[str, str]]] = {}
-            for idx in range(len(env)):
-                seed = env.seed(idx)
-                for text in {seed.prompt, _last_user_text(seed.messages)}:
-                    if text:
-                        index.setdefault(text, []).append((seed.expected_answer, seed.task_id))
-        except UsageError as exc:  # a hub benchmark whose data is not here (offline, never pulled)
-            self._failure = f"{name}'s problems cannot be loaded to match the prompt: {exc}"
-            return None
-        self._index = index
-        return index
+        match = self._index.find(prompt, expected=expected)
+        return Resolution(match.task_id) if match.task_id else Resolution(None, f"no task_id, and {match.reason}")
 
 
 def benchmark_metric(benchmark: str) -> str | None:
