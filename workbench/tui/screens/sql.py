@@ -73,7 +73,8 @@ class SqlScreen(NelScreen):
     # ---- running ----------------------------------------------------------------------------------------------
     def action_run(self) -> None:
         editor = self.query_one("#query", TextArea)
-        offset = editor.document.get_index_from_location(editor.cursor_location)
+        row, column = editor.cursor_location
+        offset = sum(len(line) + 1 for line in editor.text.split("\n")[:row]) + column
         query = editor.selected_text.strip() or statement_at(editor.text, offset)
         if not query:
             self.status("The editor is empty: type a query, or pick a named one.", error=True)
