@@ -153,15 +153,17 @@ def eval_spec(bundle: dict[str, Any]) -> EvalSpec:
 
 
 def eval_results(bundle: dict[str, Any], n_samples: int) -> EvalResults:
-    """Accuracy per metric, equal to nel's pass rate (repeats reduced per task, then the mean over tasks); the
-    primary metric first, with the standard error of nel's pass@1 and its mean reward."""
+    """Accuracy per metric, equal to nel's pass rate (repeats reduced per task, then the mean over tasks; the
+    primary metric's is nel's pass@1, to the last bit); the primary metric first, with the standard error of
+    nel's pass@1, and each metric's mean reward."""
     primary = bundle["primary_metric"]
     scores = bundle.get("scores") or {}
     pass1 = (bundle.get("pass_at_k") or {}).get("1") or {}
     out = []
     for metric in sorted(scores, key=lambda m: (m != primary, m)):
         s = scores[metric]
-        metrics = {"accuracy": EvalMetric(name="accuracy", value=s["pass_rate"])}
+        accuracy = pass1["value"] if metric == primary and pass1.get("value") is not None else s["pass_rate"]
+        metrics = {"accuracy": EvalMetric(name="accuracy", value=accuracy)}
         if metric == primary and pass1.get("se") is not None:
             metrics["stderr"] = EvalMetric(name="stderr", value=pass1["se"])
         if s.get("mean_reward") is not None:
