@@ -12,7 +12,6 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -180,7 +179,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-class mlflow_server:  # noqa: N801 - used as a context manager, like open()
+class mlflow_server:
     """``mlflow server`` as a real process on loopback (a sqlite backend in ``tmp``), stopped at exit."""
 
     START_S = 90.0
@@ -192,7 +191,7 @@ class mlflow_server:  # noqa: N801 - used as a context manager, like open()
         cmd = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{self.tmp / 'srv.db'}",
                "--artifacts-destination", str(self.tmp / "srv-artifacts"), "--host", "127.0.0.1",
                "--port", str(self.port), "--workers", "1"]
-        self.log = open(self.tmp / "server.log", "wb")  # noqa: SIM115 - closed in __exit__
+        self.log = open(self.tmp / "server.log", "wb")
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
                                      env={**os.environ, "MLFLOW_TRACKING_URI": ""})
         start = time.monotonic()

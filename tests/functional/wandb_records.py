@@ -40,7 +40,7 @@ def records(path: Path) -> list[Any]:
         pos += _HEADER + length
         pending += chunk
         if kind in (_FULL, _LAST):
-            record = pb.Record()
+            record = pb.Record()  # type: ignore[attr-defined]
             record.ParseFromString(pending)
             out.append(record)
             pending = b""

@@ -12,7 +12,7 @@ from workbench.errors import UsageError
 from workbench.export.artifacts import build_eval_bundle, export_run, write_text
 from workbench.export.report import EXTENSIONS, FORMATS, render_report
 from workbench.export.settle import export_dir
-from workbench.export.targets import parse_targets, export_targets
+from workbench.export.targets import export_targets, parse_targets
 from workbench.store import open_store, segments_root
 from workbench.store.queries.exported import read_bundle
 

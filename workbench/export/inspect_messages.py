@@ -16,6 +16,7 @@ from inspect_ai.model import (
     ChatMessageSystem,
     ChatMessageTool,
     ChatMessageUser,
+    Content,
     ContentImage,
     ContentText,
 )
@@ -42,13 +43,13 @@ def tool_calls(raw: Any) -> list[ToolCall] | None:
     return calls
 
 
-def _content(value: Any) -> str | list[ContentText | ContentImage]:
+def _content(value: Any) -> str | list[Content]:
     """Text stays text; a list of parts keeps its text and images (an image by its URL or stored hash)."""
     if value is None:
         return ""
     if isinstance(value, str):
         return value
-    parts: list[ContentText | ContentImage] = []
+    parts: list[Content] = []
     for part in value:
         kind = part.get("type") if isinstance(part, dict) else None
         if kind == "text":

@@ -33,7 +33,8 @@ def run_params(bundle: dict[str, Any]) -> dict[str, str]:
     config = bundle.get("config") or {}
     identity = config.get("identity") or {}
     params: dict[str, Any] = {
-        "nel_run_id": bundle["run_id"], "model": bundle.get("model_id"), "endpoint": endpoint_host(bundle.get("model_url")),
+        "nel_run_id": bundle["run_id"], "model": bundle.get("model_id"),
+        "endpoint": endpoint_host(bundle.get("model_url")),
         "protocol": bundle.get("protocol"), "benchmark": bundle["benchmark"], "repeats": bundle.get("n_repeats"),
         "problem_start": config.get("problem_start"), "problem_end": config.get("problem_end"),
         "identity_hash": config.get("identity_hash"), "data_hash": identity.get("data_hash"),

@@ -134,7 +134,7 @@ def export_after_run(store: Store, run_id: str, out_dir: Path, names: Sequence[s
     for name in names:
         try:
             lines += export_targets(store, run_id, out_dir, [name], config)
-        except Exception as exc:  # noqa: BLE001 - any failure of one target: reported, the others still run
+        except Exception as exc:
             reason = redact_text(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
             lines.append(f"{name:<8} failed: {reason} (retry: nel eval export {run_id} --to {name})")
     return lines

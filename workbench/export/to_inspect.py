@@ -35,7 +35,7 @@ from inspect_ai.log import (
     EvalSpec,
     EvalStats,
 )
-from inspect_ai.model import GenerateConfig, ModelOutput, ModelUsage
+from inspect_ai.model import GenerateConfig, ModelOutput, ModelUsage, StopReason
 from inspect_ai.scorer import Score
 
 from workbench.errors import path_error
@@ -52,6 +52,9 @@ ERROR_CATEGORIES = frozenset({"rate_limit", "timeout", "server_error", "context_
 _GENERATE = {"temperature": "temperature", "top_p": "top_p", "max_tokens": "max_tokens", "seed": "seed",
              "stop": "stop_seqs", "frequency_penalty": "frequency_penalty", "presence_penalty": "presence_penalty"}
 """nel's sampling parameters (the run's identity) → inspect's ``GenerateConfig`` fields."""
+_STOP: dict[str, StopReason] = {"stop": "stop", "length": "max_tokens", "tool_calls": "tool_calls",
+                                "content_filter": "content_filter"}
+"""An OpenAI finish reason → inspect's stop reason (any other: ``unknown``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,8 +215,7 @@ def build_sample(step: dict[str, Any], sample_id: str, model: str, bundle: dict[
         usage = ModelUsage(input_tokens=step["prompt_tokens"] or 0, output_tokens=step["completion_tokens"] or 0,
                            total_tokens=step["total_tokens"] or 0, reasoning_tokens=step["reasoning_tokens"])
     category = step["failure_category"]
-    stop = {"stop": "stop", "length": "max_tokens", "tool_calls": "tool_calls", "content_filter": "content_filter"}
-    output = ModelOutput.from_message(reply, stop_reason=stop.get(step["finish_reason"] or "", "unknown"))
+    output = ModelOutput.from_message(reply, stop_reason=_STOP.get(step["finish_reason"] or "", "unknown"))
     output.usage, output.response_id = usage, step["response_id"]
     output.time = step["model_ms"] / 1000 if step["model_ms"] is not None else None
     if category in ERROR_CATEGORIES:

@@ -12,7 +12,6 @@ metrics) is turned off: an export carries the run's facts, not the exporting pro
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,7 +90,7 @@ def export_wandb(store: Store, bundle: dict[str, Any], files: list[Path], out_di
     try:
         run.summary.update(run_metrics(bundle))
         rows = task_rows(store, run_id)
-        run.log({"tasks": wandb.Table(columns=TABLE_COLUMNS, data=rows)})
+        run.log({"tasks": wandb.Table(columns=list[str | int](TABLE_COLUMNS), data=rows)})
         artifact = wandb.Artifact(f"nel-{wandb_run_id(run_id)}", type="nel-eval")
         for path in files:
             if path.is_dir():
@@ -105,6 +104,3 @@ def export_wandb(store: Store, bundle: dict[str, Any], files: list[Path], out_di
         run.finish(exit_code=0 if bundle["status"] == "complete" else 1)
     return WandbExport(run_dir, run.id, offline, len(rows))
 
-
-def wandb_mode() -> str:
-    return os.environ.get("WANDB_MODE", "online")
