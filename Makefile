@@ -85,6 +85,7 @@ perf: install
 	$(BIN)/python tests/perf/bench_client.py
 	$(BIN)/python tests/perf/bench_engine.py
 	$(BIN)/python tests/perf/bench_export.py
+	$(BIN)/python tests/perf/bench_export_targets.py
 	$(BIN)/python tests/perf/bench_stats.py
 	$(BIN)/python tests/perf/bench_compare.py
 	$(BIN)/python tests/perf/bench_tui.py

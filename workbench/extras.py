@@ -35,6 +35,9 @@ EXTRA_OF: dict[str, str] = {
     "ray": "ray",
     "lm_eval": "lm-eval",
     "huggingface_hub": "hub",
+    "inspect_ai": "inspect",
+    "mlflow": "mlflow",
+    "wandb": "wandb",
 }
 """Top-level module → the extra that installs it."""
 

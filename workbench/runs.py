@@ -29,6 +29,7 @@ from workbench.engine.verify_pool import EnvSource, ProcessScoring, Scoring, def
 from workbench.environments import EvalEnvironment, get_environment
 from workbench.errors import NelError, UsageError, path_error
 from workbench.export.artifacts import ExportResult, export_run, run_summary, write_summary_json
+from workbench.export.targets import export_after_run
 from workbench.extras import require
 from workbench.model.config import ModelConfig
 from workbench.solvers import SimpleSolver
@@ -59,6 +60,8 @@ class BenchmarkOutcome:
     export: ExportResult | None
     metric_names: tuple[str, ...] | None
     """Every metric's name (the primary first) when the benchmark is scored with several, else None."""
+    exported: tuple[str, ...] = ()
+    """One line per ``output.export`` target the run went to (or why it did not)."""
 
     @property
     def ok(self) -> bool:
@@ -88,6 +91,8 @@ def require_extras(spec: RunSpec) -> None:
             extra = scorer_extra(metric.type)
             if extra is not None:
                 require(extra, f"the {metric.type} scorer")
+    for target in spec.output.export:  # each target's extra is named after it
+        require(target, f"output.export: {target}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,17 +208,19 @@ def run_benchmark(spec: RunSpec, bench: Benchmark, *, resume: bool = False, retr
     with _verifier(spec, bench, env) as verifier:
         result = run_async(go(verifier))
     name = f"summary-shard-{shard.idx}.json" if shard.sharded else "summary.json"
-    export = None
+    export, targets = None, []
     if result.ingested and not shard.sharded:  # finished and in the file: one connection for summary and export
         with open_store(store, runs=[result.run_id]).pinned() as s:
             summary = _summary_of(s, store, result.run_id, shard)
             summary_path = write_summary_json(output_dir, summary, result, name)
             export = export_run(s, result.run_id, output_dir / "runs" / result.run_id)
+            targets = export_after_run(s, result.run_id, output_dir / "runs" / result.run_id, spec.output.export,
+                                       spec.output.export_config)
     else:
         summary = read_summary(store, result.run_id, shard)
         summary_path = write_summary_json(output_dir, summary, result, name)
     return BenchmarkOutcome(bench, result, summary, summary_path, export,
-                            None if suite is None else tuple(suite.names))
+                            None if suite is None else tuple(suite.names), tuple(targets))
 
 
 @contextlib.contextmanager

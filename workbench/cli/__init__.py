@@ -148,7 +148,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     ex = ev_sub.add_parser("export", help="write a run's seed-compatible artifacts (eval-ID.json, results.jsonl, ...)")
     ex.add_argument("run_id", metavar="RUN", help="the run to export")
-    ex.add_argument("-o", "--output", required=True, metavar="DIR", help="directory to write the artifacts into")
+    ex.add_argument("-o", "--output", metavar="DIR", help="directory to write the artifacts into (with --to: "
+                    "default the run's directory beside the store)")
+    ex.add_argument("--to", action="append", metavar="TARGET", help="export to inspect, mlflow or wandb instead "
+                    "(repeatable or a comma list; docs/exports.md)")
     _store_arg(ex)
     ex.set_defaults(func=_handler("eval_export", "cmd_eval_export"))
 

@@ -66,9 +66,9 @@ EXTRAS = (
     Extra("fastapi", "fastapi", "nel serve", install_command("serve")),
     Extra("uvicorn", "uvicorn", "nel serve (its HTTP server)", install_command("serve")),
     Extra("lm_eval", "lm-eval", "nothing in nel yet (lm-eval harness tasks are planned)", "pip install lm-eval"),
-    Extra("inspect_ai", "inspect-ai", "nothing in nel yet (inspect_ai logs are planned)", "pip install inspect-ai"),
-    Extra("mlflow", "mlflow", "nothing in nel yet (an MLflow exporter is planned)", "pip install mlflow"),
-    Extra("wandb", "wandb", "nothing in nel yet (a W&B exporter is planned)", "pip install wandb"),
+    Extra("inspect_ai", "inspect-ai", "nel import inspect, nel eval export --to inspect", install_command("inspect")),
+    Extra("mlflow", "mlflow", "nel eval export --to mlflow, output.export: [mlflow]", install_command("mlflow")),
+    Extra("wandb", "wandb", "nel eval export --to wandb, output.export: [wandb]", install_command("wandb")),
 )
 
 

@@ -11,11 +11,24 @@ from workbench.cli.paths import store_path
 from workbench.errors import UsageError
 from workbench.export.artifacts import build_eval_bundle, export_run, write_text
 from workbench.export.report import EXTENSIONS, FORMATS, render_report
+from workbench.export.settle import export_dir
+from workbench.export.targets import export_targets, parse_targets
 from workbench.store import open_store, segments_root
 from workbench.store.queries.exported import read_bundle
 
 
 def cmd_eval_export(args: argparse.Namespace) -> int:
+    """nel's artifacts into ``-o DIR``; with ``--to``, the run to each named target instead (into ``-o DIR``,
+    default the run's directory beside the store)."""
+    if args.to:
+        names = parse_targets(args.to)
+        store = store_path(args)
+        out = Path(args.output) if args.output else export_dir(Path(store), args.run_id)
+        for line in export_targets(store, args.run_id, out, names):
+            print(line)
+        return 0
+    if not args.output:
+        raise UsageError("nel eval export: -o DIR is needed (or --to inspect|mlflow|wandb)")
     result = export_run(store_path(args), args.run_id, Path(args.output))
     print(f"exported run {args.run_id}: {result.n_results:,} steps")
     for path in result.paths:

@@ -222,6 +222,7 @@ def print_outcome(outcome: BenchmarkOutcome, store: Path) -> None:
     lines.append(f"  summary  {outcome.summary_path}")
     if outcome.export is not None:
         lines.append(f"  export   {outcome.export.bundle} (+ results, trajectories, runtime stats, failure analysis)")
+    lines += [f"  {line}" for line in outcome.exported]
     if shard.sharded:
         lines.append(f"  next     when all {shard.total} shards are done: nel eval merge {store}")
     print("\n".join(lines))

@@ -538,11 +538,44 @@ class Cluster(Strict):
         return value
 
 
+class MlflowExportConfig(Strict):
+    """NeMo Evaluator's ``export_config.mlflow`` keys; credentials only from the environment."""
+
+    tracking_uri: NonEmpty | None = None
+    experiment_name: NonEmpty | None = None
+    run_name: NonEmpty | None = None
+    tags: dict[str, str] = {}
+
+
+class WandbExportConfig(Strict):
+    """``export_config.wandb``: where the W&B run goes (``WANDB_API_KEY`` only from the environment)."""
+
+    project: NonEmpty | None = None
+    entity: NonEmpty | None = None
+    name: NonEmpty | None = None
+    tags: list[str] = []
+
+
+class ExportConfig(Strict):
+    mlflow: MlflowExportConfig | None = None
+    wandb: WandbExportConfig | None = None
+
+
 class Output(Strict):
     dir: Annotated[NonEmpty, Flag("--output-dir", "where runs and artifacts go (default nel-results/)",
                                   metavar="DIR", short="-o")] = "nel-results"
     store: Annotated[NonEmpty | None, Flag("--store", "store file (default: $NEL_STORE or OUTPUT_DIR/nel.duckdb)",
                                            metavar="PATH")] = None
+    export: list[Literal["inspect", "mlflow", "wandb"]] = []
+    """Where the run also goes once its artifacts are written (``workbench.export.targets``; docs/exports.md)."""
+    export_config: ExportConfig = ExportConfig()
+
+    @model_validator(mode="after")
+    def _configured_targets_exported(self) -> Output:
+        for name in ("mlflow", "wandb"):
+            if getattr(self.export_config, name) is not None and name not in self.export:
+                raise problem(f"export_config.{name} is set but {name!r} is not in output.export", "export")
+        return self
 
 
 # ---- the whole run --------------------------------------------------------------------------------------------
