@@ -203,6 +203,28 @@ class TestDiffAcrossRuns:
             assert f"A {RUN_A} attempt 0 (server_error)  vs  B {RUN_B} attempt 0 (pass)" in text_of(app, "#sides")
 
 
+class TestAtScale:
+    """Two runs of 50,000 tasks: one task is 0.002 percentage points of Δ and still reads as non-zero."""
+
+    @pytest.mark.timeout(120)
+    async def test_groups_and_their_tasks_show_readable_non_zero_shares(self, tmp_path: Path) -> None:
+        from tui_store import synthetic_store
+
+        store = synthetic_store(tmp_path / "nel.duckdb", runs=2, tasks=50_000, repeats=2)
+        app = NelApp(store)
+        async with app.run_test(size=(140, 40)) as pilot:
+            await open_compare(pilot, "syn-0", "syn-1")
+            await pilot.press("tab", "tab", "enter")  # the largest drop's tasks
+            rows = list(zip(column(app, "#moved", "group"), column(app, "#moved", "contribution"), strict=True))
+            groups = [(g[2:], share) for g, share in rows if g[0] in "▸▾"]
+            tasks = [share for g, share in rows if g[0] not in "▸▾"]
+            unchanged = {"always→always", "sometimes→sometimes", "never→never"}
+            assert len(tasks) == 100 and all(share.endswith(" pp") for _, share in rows)
+            assert all(float(share.split()[0]) != 0 for g, share in groups if g not in unchanged)
+            assert all(float(share.split()[0]) != 0 for share in tasks), "one task of 50,000 is not ±0.0000"
+            assert "±0.0000" not in screen_text(app)
+
+
 class TestProblemsAreMessages:
     """A run that is gone, a store that cannot be read, runs that cannot be compared: said in the app."""
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from workbench.analysis.diagnosis.attribution import attribute_tasks
 from workbench.analysis.diagnosis import findings as rules
+from workbench.analysis.diagnosis.attribution import attribute_tasks
 from workbench.analysis.diagnosis.findings import cite, run_findings, shift_findings
 from workbench.analysis.diagnosis.types import (
     TAXONOMY,

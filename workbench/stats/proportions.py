@@ -27,7 +27,13 @@ def fisher_exact_many(
     if table.size and ((table[:, 0] < 0).any() or (table[:, 0] > table[:, 1]).any()
                        or (table[:, 2] < 0).any() or (table[:, 2] > table[:, 3]).any()):
         raise ValueError("passes must lie between 0 and the attempts")
-    distinct, where = np.unique(table, axis=0, return_inverse=True)
+    base = int(table.max(initial=0)) + 1
+    if base ** 4 < 2 ** 62:  # one integer per table: np.unique of a vector is far quicker than of rows
+        key = ((table[:, 0] * base + table[:, 1]) * base + table[:, 2]) * base + table[:, 3]
+        _, first, where = np.unique(key, return_index=True, return_inverse=True)
+        distinct = table[first]
+    else:
+        distinct, where = np.unique(table, axis=0, return_inverse=True)
     p = np.ones(len(distinct), dtype=np.float64)
     for i, (ka, na, kb, nb) in enumerate(distinct):
         if na and nb:

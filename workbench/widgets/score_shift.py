@@ -1,8 +1,9 @@
 """``ScoreShift``: why pass@1 moved between two runs, as a notebook widget.
 
-Four charts (the waterfall of transition groups, the A-vs-B scatter, the per-slice bars, the bucket transitions) over a
-``Diagnosis`` computed by ``workbench.analysis.diagnosis.diagnose``; clicking a waterfall bar (a group of
-tasks) or a scatter point lists its tasks and opens the first: its attempts in both runs and a passing response against a failing one.
+Four charts (the waterfall of transition groups, the A-vs-B scatter, the per-slice bars, the bucket
+transitions) over a ``Diagnosis`` computed by ``workbench.analysis.diagnosis.diagnose``; clicking a waterfall
+bar (a group of tasks) or a scatter point lists its tasks and opens the first: its attempts in both runs and
+a passing response against a failing one.
 The widget lays out; every number comes from the diagnosis.
 """
 

@@ -20,8 +20,8 @@ import polars as pl
 from workbench.analysis.diagnosis.attribution import attribute, with_p_values
 from workbench.analysis.diagnosis.evidence import EvidenceSource, build_dives, diff_markdown
 from workbench.analysis.diagnosis.types import (
-    Attribution,
     AttemptFlips,
+    Attribution,
     RunProfile,
     ScoreShift,
     SliceShift,
