@@ -96,7 +96,7 @@ class TestTheComparison:
             assert column(app, "#moved", "contribution") == ["-10.71 pp", "-7.14 pp", "+17.86 pp", "+14.29 pp",
                                                              "+7.14 pp", "0.00 pp"]
             assert column(app, "#moved", "delta")[2] == "+0.625"  # the mean change of a task of the group
-            assert "what moved Δ: 6 tasks, 5 groups, Σ +21.43 pp" in screen_text(app)  # Δ = +0.214
+            assert "what moved: Σ +21.43 pp, 6 tasks in 5 groups" in screen_text(app)  # Δ = +0.214
 
     async def test_enter_on_a_group_lists_its_tasks_largest_change_first_and_enter_again_hides_them(
             self, demo: Path) -> None:

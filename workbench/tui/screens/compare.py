@@ -33,7 +33,7 @@ FLIP_COLUMNS = (("kind", " "), ("task", "task"), ("category", "category"), ("a",
                 ("delta", "Δ"))
 CATEGORY_COLUMNS = (("category", "category"), ("delta", "Δ"), ("a", "A"), ("b", "B"), ("tasks", "tasks"),
                     ("worse", "▼"), ("better", "▲"), ("ci", "95% CI"))
-MOVED_COLUMNS = (("group", "transition / task"), ("tasks", "tasks"), ("delta", "Δ"), ("contribution", "share of Δ"),
+MOVED_COLUMNS = (("group", "transition / task"), ("contribution", "share of Δ"), ("tasks", "tasks"), ("delta", "Δ"),
                  ("p", "p"))
 GROUP_KEY = "group:"
 """Row keys of the transition groups in the moved table (a task's row key is its task id)."""
@@ -258,8 +258,8 @@ class CompareScreen(NelScreen):
                 for task in group.tasks:
                     self._moved[task.task_id] = task
                     table.add_row(*self._task_row(task), key=task.task_id)
-        table.border_title = (f"what moved Δ: {attribution.n_moved} tasks, {sum(g.moved for g in attribution.groups)} "
-                              f"groups, Σ {points(attribution.delta)} · Enter: tasks")
+        table.border_title = (f"what moved: Σ {points(attribution.delta)}, {attribution.n_moved} tasks in "
+                              f"{sum(g.moved for g in attribution.groups)} groups · Enter lists a group's tasks")
         table.move_to_key(keep)
 
     def _group_row(self, g: ShiftGroup, n_paired: int) -> tuple[Cell, ...]:
@@ -267,15 +267,16 @@ class CompareScreen(NelScreen):
         listed = f" (first {len(g.tasks)})" if open_ and len(g.tasks) < g.n_tasks else ""
         style = "red" if g.contribution < 0 else "green" if g.contribution > 0 else "dim"
         mean = g.contribution * n_paired / g.n_tasks if g.n_tasks else math.nan
-        return (Text(f"{'▾' if open_ else '▸'} {g.transition}{listed}", style=style), fmt.num(f"{g.n_tasks:,}"),
-                delta_cell(mean), Text(points(g.contribution), style=style, justify="right"), Text(""))
+        return (Text(f"{'▾' if open_ else '▸'} {g.transition}{listed}", style=style),
+                Text(points(g.contribution), style=style, justify="right"), fmt.num(f"{g.n_tasks:,}"), delta_cell(mean),
+                Text(""))
 
     @staticmethod
     def _task_row(t: RankedTask) -> tuple[Cell, ...]:
         category = f" {fmt.clip(t.category, 12)}" if t.category else ""
         return (Text(f"   #{t.task_idx_a}{category}", style="dim" if t.change == 0 else ""),
-                fmt.num(f"{t.passes_a}/{t.attempts_a}→{t.passes_b}/{t.attempts_b}"), delta_cell(t.change),
-                fmt.num(points(t.contribution)), fmt.num(p_value(t.p_value)))
+                fmt.num(points(t.contribution)), fmt.num(f"{t.passes_a}/{t.attempts_a}→{t.passes_b}/{t.attempts_b}"),
+                delta_cell(t.change), fmt.num(p_value(t.p_value)))
 
     @on(DataTable.RowSelected, "#flips")
     def _enter_task(self) -> None:
