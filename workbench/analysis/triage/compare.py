@@ -70,7 +70,7 @@ def run_comparison(store: Store, baseline: str, candidate: str, *, max_drop: flo
         raise UsageError(f"Runs {baseline} ({base.benchmark}) and {candidate} ({cand.benchmark}) are of different "
                          "benchmarks and share no task: nothing to compare.")
     comparison = compare_runs(base, cand, max_drop=max_drop, seed=seed, other_metrics=others)
-    return TriageComparison(comparison=comparison, attribution=attribute(_attribution_frame(base, cand),
+    return TriageComparison(comparison=comparison, attribution=attribute(attribution_frame(base, cand),
                                                                          keep=MOVED_SHOWN))
 
 
@@ -115,11 +115,11 @@ def findings_by_run(d: Diagnosis) -> list[RunFinding]:
 def moved_tasks(baseline: RunData, candidate: RunData, *, limit: int | None = None) -> tuple[RankedTask, ...]:
     """The paired tasks whose score changed, the first ``limit`` of them by rank (the largest change, then
     the smallest Fisher p-value, then task id); paired and scored as ``compare_runs`` does."""
-    order = ranked(_attribution_frame(baseline, candidate)).filter(pl.col("direction") != "same")
+    order = ranked(attribution_frame(baseline, candidate)).filter(pl.col("direction") != "same")
     return attribution_tasks(order if limit is None else order.head(limit))
 
 
-def _attribution_frame(baseline: RunData, candidate: RunData) -> pl.DataFrame:
+def attribution_frame(baseline: RunData, candidate: RunData) -> pl.DataFrame:
     """The paired tasks (``pair_tasks``) in the columns ``attribute`` reads: A is the baseline."""
     paired = pair_tasks(task_scores(baseline), task_scores(candidate))
     return paired.select(
