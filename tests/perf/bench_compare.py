@@ -97,6 +97,16 @@ def main() -> None:
         print(f"  {s.n_tasks:,} paired tasks: delta {s.delta:+.4f} [{s.low:+.4f}, {s.high:+.4f}], "
               f"{len(result.flips.regressions):,} regressions, {len(result.flips.improvements):,} improvements, "
               f"{len(result.categories)} categories, verdict {result.verdict}")
+        from workbench.analysis.diagnosis.attribution import attribute
+        from workbench.analysis.triage.compare import MOVED_SHOWN, attribution_frame
+
+        timings = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            groups = attribute(attribution_frame(base, cand), keep=MOVED_SHOWN).groups
+            timings.append(time.perf_counter() - t0)
+        print(f"attribution (the compare screen's transition groups, Fisher p-values, {MOVED_SHOWN} ranked tasks "
+              f"per group; in run_comparison beside the above): {min(timings):.3f} s, {len(groups)} groups, best of 3")
         cmd = [sys.executable, "-c", "import sys; from workbench.cli import main; sys.exit(main(sys.argv[1:]))",
                "compare", "base", "cand", "--store", str(root / "base" / "nel.duckdb")]
         # The CLI reads both runs from one store: copy the candidate's run into the baseline's store first.

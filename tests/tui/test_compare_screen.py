@@ -6,6 +6,7 @@ not move, and task 7 was attempted by B only.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -84,13 +85,32 @@ class TestTheComparison:
             assert column(app, "#categories", "delta")[:2] == ["-0.750", "+0.167"]
             assert column(app, "#categories", "worse")[:2] == ["1", "1"]
 
-    async def test_moved_most_ranks_tasks_by_their_share_of_the_delta(self, demo: Path) -> None:
+    async def test_what_moved_lists_transition_groups_that_add_up_to_the_delta(self, demo: Path) -> None:
         app = NelApp(demo)
         async with app.run_test(size=(120, 40)) as pilot:
             await open_compare(pilot)
-            assert column(app, "#moved", "task") == ["6", "3", "4", "1", "2", "5"]
-            assert column(app, "#moved", "contribution")[:3] == ["+0.1429", "+0.1071", "-0.1071"]
-            assert column(app, "#moved", "running")[-1] == "+0.2143"  # the shares add up to the delta
+            assert column(app, "#moved", "group") == [  # drops first (largest first), then gains, then the rest
+                "▸ sometimes→never", "▸ always→sometimes", "▸ sometimes→always", "▸ errored→always",
+                "▸ never→sometimes", "▸ always→always"]
+            assert column(app, "#moved", "tasks") == ["1", "1", "2", "1", "1", "1"]
+            assert column(app, "#moved", "contribution") == ["-10.71 pp", "-7.14 pp", "+17.86 pp", "+14.29 pp",
+                                                             "+7.14 pp", "0.00 pp"]
+            assert column(app, "#moved", "delta")[2] == "+0.625"  # the mean change of a task of the group
+            assert "what moved: Σ +21.43 pp, 6 tasks in 5 groups" in screen_text(app)  # Δ = +0.214
+
+    async def test_enter_on_a_group_lists_its_tasks_largest_change_first_and_enter_again_hides_them(
+            self, demo: Path) -> None:
+        app = NelApp(demo)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await open_compare(pilot)
+            await pilot.press("tab", "tab", "down", "down", "enter")  # sometimes→always: tasks 3 and 2
+            assert column(app, "#moved", "group")[2:5] == ["▾ sometimes→always", "#3 rates", "#2 algebra"]
+            assert column(app, "#moved", "tasks")[3:5] == ["1/4→2/2", "2/4→2/2"]
+            assert column(app, "#moved", "delta")[3:5] == ["+0.750", "+0.500"]
+            assert column(app, "#moved", "contribution")[3:5] == ["+10.71 pp", "+7.14 pp"]
+            assert column(app, "#moved", "p")[3:5] == ["0.400", "0.467"]  # Fisher exact, two-sided
+            await pilot.press("enter")
+            assert len(row_keys(app, "#moved")) == 6
 
     async def test_r_and_i_jump_to_the_regressions_and_the_improvements(self, demo: Path) -> None:
         app = NelApp(demo)
@@ -175,11 +195,34 @@ class TestDiffAcrossRuns:
         app = NelApp(demo)
         async with app.run_test(size=(100, 30)) as pilot:
             await open_compare(pilot)
-            await pilot.press("tab", "tab", "enter")  # task 6: every attempt of A was a server error
+            await pilot.press("tab", "tab", "down", "down", "down", "enter")  # errored→always: task 6
+            await pilot.press("down", "enter")  # task 6: every attempt of A was a server error
             await settle(pilot)
             screen = app.screen
             assert isinstance(screen, DiffScreen) and screen.task_idx == 6
             assert f"A {RUN_A} attempt 0 (server_error)  vs  B {RUN_B} attempt 0 (pass)" in text_of(app, "#sides")
+
+
+class TestAtScale:
+    """Two runs of 50,000 tasks: one task is 0.002 percentage points of Δ and still reads as non-zero."""
+
+    @pytest.mark.timeout(120)
+    async def test_groups_and_their_tasks_show_readable_non_zero_shares(self, tmp_path: Path) -> None:
+        from tui_store import synthetic_store
+
+        store = synthetic_store(tmp_path / "nel.duckdb", runs=2, tasks=50_000, repeats=2)
+        app = NelApp(store)
+        async with app.run_test(size=(140, 40)) as pilot:
+            await open_compare(pilot, "syn-0", "syn-1")
+            await pilot.press("tab", "tab", "enter")  # the largest drop's tasks
+            rows = list(zip(column(app, "#moved", "group"), column(app, "#moved", "contribution"), strict=True))
+            groups = [(g[2:], share) for g, share in rows if g[0] in "▸▾"]
+            tasks = [share for g, share in rows if g[0] not in "▸▾"]
+            unchanged = {"always→always", "sometimes→sometimes", "never→never"}
+            assert len(tasks) == 100 and all(share.endswith(" pp") for _, share in rows)
+            assert all(float(share.split()[0]) != 0 for g, share in groups if g not in unchanged)
+            assert all(float(share.split()[0]) != 0 for share in tasks), "one task of 50,000 is not ±0.0000"
+            assert "±0.0000" not in screen_text(app)
 
 
 class TestProblemsAreMessages:
@@ -216,17 +259,19 @@ class TestProblemsAreMessages:
 class TestHeadless:
     """The queries behind the screen, without a terminal."""
 
-    async def test_the_shares_of_the_moved_tasks_add_up_to_the_delta(self, demo: Path) -> None:
+    async def test_the_groups_add_up_to_the_delta(self, demo: Path) -> None:
         result = run_comparison(Store(demo), RUN_A, RUN_B)
-        total = sum(m.contribution for m in result.moved)
-        assert result.n_moved == 6 and total == pytest.approx(result.comparison.score.delta)
-        assert [(m.baseline_idx, m.candidate_idx) for m in result.moved][:2] == [(6, 6), (3, 3)]
+        groups = result.attribution.groups
+        assert result.n_moved == 6 and sum(g.n_tasks for g in groups) == result.comparison.coverage.n_paired
+        assert math.fsum(g.contribution for g in groups) == pytest.approx(result.comparison.score.delta, abs=1e-12)
+        assert [(t.task_idx_a, t.task_idx_b) for t in groups[2].tasks] == [(3, 3), (2, 2)]
 
-    async def test_moved_tasks_of_loaded_runs(self, demo: Path) -> None:
+    async def test_moved_tasks_of_loaded_runs_largest_change_then_confidence_then_task_id(self, demo: Path) -> None:
         from workbench.analysis.sources import load_run
 
         a, b = load_run(RUN_A, store=demo), load_run(RUN_B, store=demo)
-        assert [m.task_id for m in moved_tasks(a, b, limit=2)] == [TASK_IDS[6], TASK_IDS[3]]
+        # task 6 moved by 1.0; tasks 3 and 4 by 0.75 with the same Fisher p-value (0.4), so the task id decides
+        assert [m.task_id for m in moved_tasks(a, b, limit=3)] == [TASK_IDS[6], TASK_IDS[3], TASK_IDS[4]]
 
     async def test_a_cross_run_pair_contrasts_the_outcomes(self, demo: Path) -> None:
         left, right = cross_run_pair(Store(demo), RUN_A, RUN_B, TASK_IDS[1], baseline_better=True)

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from workbench.analysis.diagnosis import findings as rules
+from workbench.analysis.diagnosis.attribution import attribute_tasks
 from workbench.analysis.diagnosis.findings import cite, run_findings, shift_findings
 from workbench.analysis.diagnosis.types import (
     TAXONOMY,
@@ -109,7 +110,7 @@ def make_shift(tasks: list[TaskShift], *, profile_a: RunProfile | None = None, p
         profile_a=profile_a or make_profile(), profile_b=profile_b or make_profile(run_id="run-b"), n_paired=n,
         only_a=only_a, only_b=only_b, pass_at_1_a=pa, pass_at_1_b=pb, delta=pb - pa, tasks=ordered,
         slices=tuple(slices), transitions=transitions, attempt_flips=AttemptFlips(4 * n, 0, 0, 4 * n, 0),
-        drivers_down=drivers_down, drivers_up=(),
+        drivers_down=drivers_down, drivers_up=(), attribution=attribute_tasks(ordered),
     )
 
 

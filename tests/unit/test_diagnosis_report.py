@@ -123,6 +123,13 @@ def test_the_comparison_shows_the_shift_its_drivers_and_transitions() -> None:
     assert "shift.format_error_spike" in section(md, "Recommendations")
 
 
+def test_the_comparison_says_what_moved_the_score_by_transition() -> None:
+    cross = section(render_markdown(pair()), "Cross-run comparison")
+    assert "the groups add up to Δ = -15.00 pp" in cross and "then the smallest Fisher exact p-value" in cross
+    assert "| always→never | 3 | -15.00 pp |" in cross and "| #17, #18, #19 |" in cross
+    assert "| always→always | 17 | 0.00 pp |" in cross
+
+
 def test_reproducibility_names_the_version_and_the_command() -> None:
     md = render_markdown(pair())
     notes = section(md, "Reproducibility notes")

@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import pytest
 
+from workbench.analysis.diagnosis.attribution import attribute_tasks
 from workbench.analysis.diagnosis.types import (
     AttemptFlips,
     FailureCount,
@@ -70,18 +71,18 @@ def shift(outcomes: list[tuple[int, int]], attempts: int = 4) -> ScoreShift:
     return ScoreShift(profile_a=profile("a"), profile_b=profile("b"), n_paired=n, only_a=(), only_b=(),
                       pass_at_1_a=pass_a, pass_at_1_b=pass_b, delta=pass_b - pass_a, tasks=tuple(tasks),
                       slices=tuple(slices), transitions=transitions, attempt_flips=AttemptFlips(0, 0, 0, 0, 0),
-                      drivers_down=(), drivers_up=())
+                      drivers_down=(), drivers_up=(), attribution=attribute_tasks(tasks))
 
 
 OUTCOMES = [(4, 0), (4, 1), (2, 2), (0, 4), (1, 3), (3, 2), (0, 0), (4, 4), (2, 1), (1, 1)]
 
 
 class TestWaterfall:
-    """The per-task waterfall: largest moves first, the long tail grouped, the total last."""
+    """The waterfall of transition groups: one bar per group that moved the score, drops first, the total last."""
 
     def test_bars_add_up_to_the_delta(self):
         s = shift(OUTCOMES)
-        frame = charts.waterfall_frame(s, top=3)
+        frame = charts.waterfall_frame(s)
         steps = frame.filter(frame["kind"] != "total")
         assert math.isclose(steps["contribution"].sum(), s.delta, abs_tol=1e-12)
         assert math.isclose(steps["end"][-1], s.delta, abs_tol=1e-12)
@@ -89,28 +90,27 @@ class TestWaterfall:
         total = frame.row(-1, named=True)
         assert (total["label"], total["start"], total["end"]) == ("Δ pass@1", 0.0, s.delta)
 
-    def test_largest_moves_first_then_the_rest_grouped(self):
-        s = shift(OUTCOMES)
-        frame = charts.waterfall_frame(s, top=3)
-        tasks = frame.filter(frame["task_id"].is_not_null())
-        assert tasks["task_id"].to_list() == ["t0", "t3", "t1"]  # |−4|, |+4| (by index), |−3|
-        rest = frame.filter(frame["kind"] == "rest").row(0, named=True)
-        moved = [t for t in s.tasks if t.contribution != 0]
-        assert rest["n_tasks"] == len(moved) - 3 == 3
-        assert rest["label"] == "the rest (3 tasks)"
-        assert math.isclose(rest["contribution"], sum(t.contribution for t in moved if t.task_id not in
-                                                      ("t0", "t3", "t1")))
+    def test_one_bar_per_group_labelled_with_its_count_coloured_by_its_sign(self):
+        frame = charts.waterfall_frame(shift(OUTCOMES))
+        assert frame["label"].to_list() == ["always→never (1)", "always→sometimes (1)", "sometimes→sometimes ▼ (2)",
+                                            "never→always (1)", "sometimes→sometimes ▲ (1)", "Δ pass@1"]
+        assert frame["kind"].to_list() == ["regressed"] * 3 + ["improved"] * 2 + ["total"]
+        assert frame["share"].to_list()[:3] == ["-10.00 pp", "-7.50 pp", "-5.00 pp"]
 
-    def test_no_rest_bar_when_every_moved_task_is_shown(self):
-        frame = charts.waterfall_frame(shift(OUTCOMES), top=50)
-        assert "rest" not in frame["kind"].to_list()
-        assert frame.height == 6 + 1  # the moved tasks and the total; unchanged tasks draw nothing
+    def test_a_bars_tooltip_names_its_categories_and_first_tasks(self):
+        frame = charts.waterfall_frame(shift(OUTCOMES), top=1)
+        assert frame.filter(frame["group"] == "sometimes→sometimes ▼")["detail"].item() == "x 1, y 1; first: #5"
 
-    def test_bars_are_selectable_by_task(self):
+    def test_unchanged_groups_draw_nothing(self):
+        frame = charts.waterfall_frame(shift([(4, 4), (0, 0), (2, 2)]))
+        assert frame["kind"].to_list() == ["total"]
+
+    def test_bars_are_selectable_by_group(self):
         spec = charts.waterfall_chart(shift(OUTCOMES)).to_dict()
         params = spec.get("params", []) + [p for layer in spec["layer"] for p in layer.get("params", [])]
-        assert [p["name"] for p in params] == [charts.TASK_PICK]
-        assert params[0]["select"]["fields"] == ["task_id"]
+        assert [p["name"] for p in params] == [charts.GROUP_PICK]
+        assert params[0]["select"]["fields"] == ["group"]
+        assert "6 tasks in 5 transition groups" in str(spec["title"])
 
 
 class TestScatter:

@@ -70,10 +70,22 @@ class TestScoreShift:
         assert widget.waterfall_view.spec and widget.scatter_view.spec
         assert widget.slice_view.spec and widget.transition_view.spec
         assert "Δ pass@1 = " in widget.children[0].value
-        assert [v for _, v in widget.task_picker.options][:3] == ["t0", "t3", "t1"]  # the waterfall's order
+        # the waterfall's groups in order, drops first: always→never, always→sometimes, sometimes ▼ (t5 and t8
+        # alike: task id decides), then never→always and sometimes ▲
+        assert [v for _, v in widget.task_picker.options] == ["t0", "t1", "t5", "t8", "t3", "t4"]
+
+    def test_clicking_a_waterfall_bar_lists_its_groups_tasks_by_rank(self, widget):
+        click(widget.waterfall_view, charts.GROUP_PICK, "group", "sometimes→sometimes ▼")
+        assert [v for _, v in widget.task_picker.options] == ["t5", "t8"]
+        assert "sometimes→sometimes ▼: 2 tasks" in widget.picker_note.value
+        assert widget.task_picker.value == "t5" and "Task 5" in widget.panel.value
+
+    def test_an_unknown_group_is_an_error(self, widget):
+        with pytest.raises(KeyError, match="not a transition group"):
+            widget.select_group("always→errored")
 
     def test_clicking_a_waterfall_bar_opens_the_task_with_its_attempts_and_a_diff(self, widget):
-        click(widget.waterfall_view, charts.TASK_PICK, "task_id", "t0")
+        click(widget.waterfall_view, charts.GROUP_PICK, "group", "always→never")
         panel = widget.panel.value
         assert widget.task_picker.value == "t0"
         assert "Task 0" in panel and "Attempts in A" in panel and "Attempts in B" in panel

@@ -134,7 +134,7 @@ class LaunchChanged(Reply):
 
 
 class ComparisonLoaded(Reply):
-    """Two runs compared: the paired statistics, the flips, and the tasks that moved the score most."""
+    """Two runs compared: the paired statistics, the flips, and the transition groups that add up to Δ."""
 
     def __init__(self, token: int, result: TriageComparison) -> None:
         super().__init__(token)

@@ -16,19 +16,20 @@ import altair as alt
 import numpy as np
 import polars as pl
 
+from workbench.analysis.diagnosis.attribution import points
 from workbench.analysis.diagnosis.types import TASK_BUCKETS, RunProfile, ScoreShift, TaskShift
 from workbench.stats import wilson_interval
 
 WATERFALL_TOP = 12
-"""Tasks the waterfall draws one by one (largest |contribution| first); the rest are one bar."""
+"""Tasks a waterfall bar's tooltip names (its transition group's first, by rank)."""
 SCATTER_MAX_POINTS = 400
 """Above this many distinct (A, B) outcomes the scatter bins pass rates to a ``SCATTER_BIN`` grid."""
 SCATTER_BIN = 0.05
 SLICE_MAX_BARS = 40
 """Slice values drawn (most negative contribution first within each column); a note says what was left out."""
 
-TASK_PICK = "task_pick"
-"""The waterfall's point selection (field ``task_id``): picking a bar drills down into that task."""
+GROUP_PICK = "group_pick"
+"""The waterfall's point selection (field ``group``, a transition): picking a bar lists that group's tasks."""
 CELL_PICK = "cell_pick"
 """The scatter's point selection (field ``cell``): picking a point drills down into its tasks."""
 
@@ -49,54 +50,51 @@ def _scale(mapping: dict[str, str], domain: Sequence[str]) -> alt.Scale:
 
 # ---- waterfall ---------------------------------------------------------------------------------------
 def waterfall_frame(shift: ScoreShift, top: int = WATERFALL_TOP) -> pl.DataFrame:
-    """The waterfall's bars: the ``top`` tasks by |contribution| (ties by task index in B), one bar for
-    the rest, and the total; ``start``/``end`` are the running sum, so the last task-or-rest bar ends at
-    ``shift.delta`` and the total bar spans 0 → delta."""
-    moved = sorted((t for t in shift.tasks if t.contribution != 0.0),
-                   key=lambda t: (-abs(t.contribution), t.task_idx_b))
-    shown, rest = moved[:top], moved[top:]
+    """The waterfall's bars: one per transition group that moved the score (``shift.attribution``, drops
+    first), labelled with its count, then the total. ``start``/``end`` are the running sum, so the last
+    group's bar ends at ``shift.delta`` and the total bar spans 0 → delta; ``detail`` names the group's
+    largest categories and its first ``top`` tasks by rank."""
+    groups = [g for g in shift.attribution.groups if g.contribution != 0.0]
     rows: list[dict[str, object]] = []
     running = 0.0
-    for task in shown:
-        rows.append({"label": f"task {task.task_idx_b}", "kind": _direction(task.contribution),
-                     "task_id": task.task_id, "task_idx": task.task_idx_b, "n_tasks": 1,
-                     "contribution": task.contribution, "start": running, "end": running + task.contribution,
-                     "detail": f"{task.passes_a}/{task.attempts_a} → {task.passes_b}/{task.attempts_b}"})
-        running += task.contribution
-    if rest:
-        total_rest = float(sum(t.contribution for t in rest))
-        n_down = sum(t.contribution < 0 for t in rest)
-        rows.append({"label": f"the rest ({len(rest)} tasks)", "kind": "rest", "task_id": None, "task_idx": None,
-                     "n_tasks": len(rest), "contribution": total_rest, "start": running, "end": running + total_rest,
-                     "detail": f"{n_down} down, {len(rest) - n_down} up"})
-        running += total_rest
-    rows.append({"label": "Δ pass@1", "kind": "total", "task_id": None, "task_idx": None, "n_tasks": len(moved),
-                 "contribution": shift.delta, "start": 0.0, "end": shift.delta,
-                 "detail": f"{shift.n_paired} paired tasks, {len(moved)} moved"})
-    schema = {"label": pl.Utf8, "kind": pl.Utf8, "task_id": pl.Utf8, "task_idx": pl.Int64, "n_tasks": pl.Int64,
-              "contribution": pl.Float64, "start": pl.Float64, "end": pl.Float64, "detail": pl.Utf8}
+    for g in groups:
+        categories = ", ".join(f"{c.category} {c.n_tasks}" for c in g.categories[:3])
+        tasks = ", ".join(f"#{t.task_idx_b}" for t in g.tasks[:top])
+        rows.append({"label": f"{g.transition} ({g.n_tasks:,})", "kind": _direction(g.contribution),
+                     "group": g.transition, "n_tasks": g.n_tasks, "contribution": g.contribution, "start": running,
+                     "end": running + g.contribution, "share": points(g.contribution),
+                     "detail": "; ".join(x for x in (categories, f"first: {tasks}" if tasks else "") if x)})
+        running += g.contribution
+    n_moved = shift.attribution.n_moved
+    rows.append({"label": "Δ pass@1", "kind": "total", "group": None, "n_tasks": n_moved,
+                 "contribution": shift.delta, "start": 0.0, "end": shift.delta, "share": points(shift.delta),
+                 "detail": f"{shift.n_paired} paired tasks, {n_moved} moved"})
+    schema = {"label": pl.Utf8, "kind": pl.Utf8, "group": pl.Utf8, "n_tasks": pl.Int64, "contribution": pl.Float64,
+              "start": pl.Float64, "end": pl.Float64, "share": pl.Utf8, "detail": pl.Utf8}
     return pl.DataFrame(rows, schema=schema).with_row_index("order")
 
 
 def waterfall_chart(shift: ScoreShift, top: int = WATERFALL_TOP) -> alt.LayerChart:
-    """Per-task contributions to Δpass@1, largest first, the rest grouped, the total last. Click a task's
-    bar to drill down (selection ``TASK_PICK``)."""
+    """What moved Δpass@1, by outcome transition: one bar per group (coloured by the sign of its sum,
+    labelled with its count), drops first, the total last. Click a group's bar to list its tasks
+    (selection ``GROUP_PICK``)."""
     frame = waterfall_frame(shift, top)
-    pick = alt.selection_point(name=TASK_PICK, fields=["task_id"], on="click", empty=False)
-    kinds = ["regressed", "improved", "rest", "total"]
+    pick = alt.selection_point(name=GROUP_PICK, fields=["group"], on="click", empty=False)
+    kinds = ["regressed", "improved", "total"]
     base = alt.Chart(frame).encode(
-        x=alt.X("label:N", sort=alt.SortField("order"), title=None, axis=alt.Axis(labelAngle=-40, labelLimit=120)),
+        x=alt.X("label:N", sort=alt.SortField("order"), title=None, axis=alt.Axis(labelAngle=-40, labelLimit=160)),
     )
     bars = base.mark_bar().encode(
         y=alt.Y("start:Q", title="Δ pass@1 (running sum)"),
         y2="end:Q",
         color=alt.Color("kind:N", scale=_scale(COLORS, kinds), legend=None),
         opacity=alt.condition(pick, alt.value(1.0), alt.value(0.8)),
-        tooltip=[alt.Tooltip("label:N"), alt.Tooltip("contribution:Q", format="+.4f"), alt.Tooltip("detail:N")],
+        tooltip=[alt.Tooltip("label:N"), alt.Tooltip("share:N", title="share of Δ"), alt.Tooltip("detail:N")],
     ).add_params(pick)
     zero = alt.Chart(pl.DataFrame({"y": [0.0]})).mark_rule(color="#444").encode(y="y:Q")
-    n_moved = int(frame["n_tasks"][-1])
-    title = f"What moved pass@1 by {shift.delta:+.4f}: the {min(top, n_moved)} largest of {n_moved} moved tasks"
+    n_groups = frame.height - 1
+    title = (f"What moved pass@1 by {points(shift.delta)}: {shift.attribution.n_moved} tasks in {n_groups} "
+             "transition groups")
     return alt.LayerChart(layer=[bars, zero], width=WIDTH, height=HEIGHT, title=title)
 
 

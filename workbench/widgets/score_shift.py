@@ -1,8 +1,9 @@
 """``ScoreShift``: why pass@1 moved between two runs, as a notebook widget.
 
-Four charts (the per-task waterfall, the A-vs-B scatter, the per-slice bars, the bucket transitions) over a
-``Diagnosis`` computed by ``workbench.analysis.diagnosis.diagnose``; clicking a waterfall bar or a scatter
-point opens the task underneath: its attempts in both runs and a passing response against a failing one.
+Four charts (the waterfall of transition groups, the A-vs-B scatter, the per-slice bars, the bucket
+transitions) over a ``Diagnosis`` computed by ``workbench.analysis.diagnosis.diagnose``; clicking a waterfall
+bar (a group of tasks) or a scatter point lists its tasks and opens the first: its attempts in both runs and
+a passing response against a failing one.
 The widget lays out; every number comes from the diagnosis.
 """
 
@@ -119,15 +120,16 @@ class ScoreShift(w.VBox):
             self.panel,
         ])
         self._offer(self._default_tasks(), "the largest movers")
-        self.waterfall_view.selections.observe(self._on_task_pick, names=[charts.TASK_PICK])
+        self.waterfall_view.selections.observe(self._on_group_pick, names=[charts.GROUP_PICK])
         self.scatter_view.selections.observe(self._on_cell_pick, names=[charts.CELL_PICK])
         self.task_picker.observe(self._on_picker, names="value")
 
     # ---- selection ------------------------------------------------------------------------------------
     def _default_tasks(self) -> list[str]:
+        """The first ``top`` tasks of each group that moved the score, in the waterfall's order, then the drivers."""
+        ranked = [t.task_id for g in self.shift.attribution.groups if g.contribution != 0 for t in g.tasks[:self.top]]
         drivers = [e.task.task_id for e in (*self.shift.drivers_down, *self.shift.drivers_up)]
-        shown = [t for t in charts.waterfall_frame(self.shift, self.top)["task_id"].to_list() if t is not None]
-        return list(dict.fromkeys([*shown, *drivers]))
+        return list(dict.fromkeys([*ranked, *drivers]))
 
     def _offer(self, task_ids: Sequence[str], what: str) -> None:
         """Fill the task dropdown with ``task_ids`` (at most ``PICKER_MAX``), without opening any."""
@@ -149,6 +151,18 @@ class ScoreShift(w.VBox):
             self.task_picker.value = task_id  # calls back into here through _on_picker
             return
         self.panel.value = task_panel(task, self.task_evidence(task))
+
+    def select_group(self, transition: str) -> None:
+        """List the tasks of one transition group (largest change first, then the smallest Fisher p-value,
+        then task id) and open the first."""
+        group = next((g for g in self.shift.attribution.groups if g.transition == transition), None)
+        if group is None:
+            raise KeyError(f"{transition}: not a transition group of this comparison")
+        ids = [t.task_id for t in group.tasks]
+        self._offer(ids, f"{transition}: {group.n_tasks} tasks" + (f", the first {len(ids)} by rank"
+                                                                     if len(ids) < group.n_tasks else ""))
+        if ids:
+            self.select_task(ids[0])
 
     def select_cell(self, cell: str) -> None:
         """List the tasks of one scatter point (largest drop first) and open the first."""
@@ -174,10 +188,10 @@ class ScoreShift(w.VBox):
         found = self._evidence[task.task_id] = evidence_of(task, dive_a, dive_b)
         return found
 
-    def _on_task_pick(self, change: dict[str, Any]) -> None:
-        picked = [p.get("task_id") for p in change["new"].value]
+    def _on_group_pick(self, change: dict[str, Any]) -> None:
+        picked = [p.get("group") for p in change["new"].value]
         if picked and picked[0]:
-            self.select_task(str(picked[0]))
+            self.select_group(str(picked[0]))
 
     def _on_cell_pick(self, change: dict[str, Any]) -> None:
         picked = [p.get("cell") for p in change["new"].value]

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import workbench
+from workbench.analysis.diagnosis.attribution import RANKING, points
 from workbench.analysis.diagnosis.findings import agreed_wrong_answer, cite, plural
 from workbench.analysis.diagnosis.types import (
     BUCKETS,
@@ -283,8 +284,19 @@ def _cross_run(d: Diagnosis) -> list[str]:
     used = [b for b in TASK_BUCKETS if b in BUCKETS or any(b in key for key in s.transitions)]
     lines += _table(("baseline \\ candidate", *used), "l" + "r" * len(used),
                     [(x, *(str(s.transitions.get((x, y), 0)) for y in used)) for x in used])
-    lines += ["", *_slice_shifts(s), "", *_drivers(s, "down"), *_drivers(s, "up")]
+    lines += ["", *_groups(s), "", *_slice_shifts(s), "", *_drivers(s, "down"), *_drivers(s, "up")]
     return lines[:-1] if not lines[-1] else lines
+
+
+def _groups(s: ScoreShift) -> list[str]:
+    """What moved the score, by outcome transition: the groups add up to Δ, so nothing hides in a tail."""
+    rows = [(md_escape(g.transition), str(g.n_tasks), points(g.contribution),
+             md_escape(", ".join(f"{c.category} {c.n_tasks}" for c in g.categories[:3])) or "-",
+             ", ".join(f"#{t.task_idx_b}" for t in g.tasks[:5]) or "-") for g in s.attribution.groups]
+    total = sum(g.contribution for g in s.attribution.groups)
+    return [f"What moved the score, by outcome transition (the groups add up to Δ = {points(total)}; within a "
+            f"group, tasks are ranked {RANKING}):", "",
+            *_table(("transition", "tasks", "contribution", "categories", "first tasks"), "lrrll", rows)]
 
 
 def _slice_shifts(s: ScoreShift) -> list[str]:

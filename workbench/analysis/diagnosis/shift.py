@@ -17,9 +17,11 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from workbench.analysis.diagnosis.attribution import attribute, with_p_values
 from workbench.analysis.diagnosis.evidence import EvidenceSource, build_dives, diff_markdown
 from workbench.analysis.diagnosis.types import (
     AttemptFlips,
+    Attribution,
     RunProfile,
     ScoreShift,
     SliceShift,
@@ -32,6 +34,8 @@ from workbench.analysis.sources import RunData
 from workbench.errors import UsageError
 
 ATTEMPTED_BUCKETS = ("always", "sometimes", "never", "errored")
+CATEGORY = "category"
+"""The slice column attribution breaks its groups down by, when the runs have it."""
 
 
 def score_shift(
@@ -64,12 +68,12 @@ def score_shift(
     pass_b = math.fsum(p_b) / n if n else math.nan
     tasks = _task_shifts(paired, columns)
     down = [t for t in tasks if t.contribution < 0][:top]
-    up = sorted((t for t in tasks if t.contribution > 0), key=lambda t: (-t.contribution, t.task_idx_b))[:top]
+    up = sorted((t for t in tasks if t.contribution > 0), key=lambda t: (-t.contribution, t.p_value, t.task_id))[:top]
     shift = ScoreShift(
         profile_a=profile_a, profile_b=profile_b, n_paired=n, only_a=tuple(only_a), only_b=tuple(only_b),
         pass_at_1_a=pass_a, pass_at_1_b=pass_b, delta=pass_b - pass_a, tasks=tasks,
         slices=_slice_shifts(paired, columns), transitions=_transitions(paired),
-        attempt_flips=attempt_flips(a, b), drivers_down=(), drivers_up=(),
+        attempt_flips=attempt_flips(a, b), drivers_down=(), drivers_up=(), attribution=_attribution(paired, columns),
     )
     return with_evidence(shift, a, b, evidence_a, evidence_b, down=down, up=up)
 
@@ -116,27 +120,42 @@ def _per_task(run: RunData, columns: Sequence[str]) -> pl.DataFrame:
 
 
 def _pair(side_a: pl.DataFrame, side_b: pl.DataFrame, columns: Sequence[str]) -> pl.DataFrame:
-    """The paired tasks, contribution ascending (largest drop first), ties by B's then A's problem index.
-    A task's slice value is A's, else B's, else ``(none)``."""
+    """The paired tasks, contribution ascending (largest drop first), ties by the confidence of the change
+    (Fisher exact p-value, smallest first), then task id. A task's slice value is A's, else B's, else
+    ``(none)``."""
     joined = side_a.join(side_b, on="task_id", how="inner", suffix="_b")
     joined = joined.rename({c: f"{c}_a" for c in ("task_idx", "n", "n_pass", "n_error", "p", "bucket")})
     n = len(joined)
+    counts = joined.select(pl.col("n_pass_a").alias("pass_a"), pl.col("n_a"), pl.col("n_pass_b").alias("pass_b"),
+                           pl.col("n_b"))
     return joined.with_columns(
         ((pl.col("p_b") - pl.col("p_a")) / n).alias("contribution"),
+        with_p_values(counts)["p_value"],
         *[pl.coalesce(c, f"{c}_b").fill_null(NO_VALUE).alias(c) for c in columns],
-    ).sort(["contribution", "task_idx_b", "task_idx_a"])
+    ).sort(["contribution", "p_value", "task_id"])
+
+
+def _attribution(paired: pl.DataFrame, columns: Sequence[str]) -> Attribution:
+    """The paired tasks grouped by transition; broken down by category when ``category`` is profiled."""
+    frame = paired.select(
+        "task_id", pl.col("task_idx_a").alias("idx_a"), pl.col("task_idx_b").alias("idx_b"), "n_a",
+        pl.col("n_pass_a").alias("pass_a"), pl.col("n_error_a").alias("err_a"), "n_b",
+        pl.col("n_pass_b").alias("pass_b"), pl.col("n_error_b").alias("err_b"), "p_a", "p_b", "p_value",
+        *([pl.col(CATEGORY).cast(pl.Utf8)] if CATEGORY in columns else []),
+    )
+    return attribute(frame)
 
 
 def _task_shifts(paired: pl.DataFrame, columns: Sequence[str]) -> tuple[TaskShift, ...]:
     names = ("task_id", "task_idx_a", "task_idx_b", "n_pass_a", "n_a", "n_pass_b", "n_b", "p_a", "p_b",
-             "contribution", "bucket_a", "bucket_b", "n_error_a", "n_error_b")
+             "contribution", "bucket_a", "bucket_b", "n_error_a", "n_error_b", "p_value")
     rows = paired.select(*names, *columns).iter_rows()
     k = len(names)
     return tuple(
         TaskShift(task_id=str(r[0]), task_idx_a=int(r[1]), task_idx_b=int(r[2]), slices=dict(zip(columns, r[k:],
                   strict=True)), passes_a=int(r[3]), attempts_a=int(r[4]), passes_b=int(r[5]), attempts_b=int(r[6]),
                   p_a=float(r[7]), p_b=float(r[8]), contribution=float(r[9]), bucket_a=str(r[10]), bucket_b=str(r[11]),
-                  errors_a=int(r[12]), errors_b=int(r[13]))
+                  errors_a=int(r[12]), errors_b=int(r[13]), p_value=float(r[14]))
         for r in rows
     )
 

@@ -5,7 +5,8 @@ the notebook widgets all read. Computation lives in ``profile.py`` (one run), ``
 Conventions. A task's pass rate ``p(t)`` is its passing attempts over its attempts; an attempt whose
 exchange failed (transport error, timeout) counts as a failure, as everywhere in the workbench. Task ids
 are content hashes (``task_id``); ``task_idx`` is the position in the run's benchmark and is shown to
-people. Every list of tasks is sorted by a stated key, ties broken by ``task_idx``.
+people. Every list of tasks is sorted by a stated key; a list of tasks that moved breaks ties by the
+confidence of the change and then the task id, never by position (``attribution.py``).
 """
 
 from __future__ import annotations
@@ -148,6 +149,7 @@ class TaskShift:
     bucket_b: str
     errors_a: int
     errors_b: int
+    p_value: float = 1.0  # two-sided Fisher exact test of the two pass counts: how sure it is that p changed
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,6 +242,71 @@ class Finding:
 
 
 @dataclass(frozen=True, slots=True)
+class RankedTask:
+    """A paired task as attribution ranks it within its group (``attribution.attribute``)."""
+
+    task_id: str
+    task_idx_a: int
+    task_idx_b: int
+    category: str | None  # its category, None when the runs have none
+    passes_a: int
+    attempts_a: int
+    passes_b: int
+    attempts_b: int
+    p_a: float  # the per-task measure whose mean is the headline (pass rate, or mean score)
+    p_b: float
+    contribution: float  # (p_b − p_a) / n_paired
+    p_value: float  # two-sided Fisher exact test of passes_a/attempts_a against passes_b/attempts_b
+
+    @property
+    def change(self) -> float:
+        return self.p_b - self.p_a
+
+
+@dataclass(frozen=True, slots=True)
+class CategoryShare:
+    """The tasks of one shift group that share a category."""
+
+    category: str
+    n_tasks: int
+    contribution: float  # the sum of their contributions
+
+
+@dataclass(frozen=True, slots=True)
+class ShiftGroup:
+    """Paired tasks whose contributions are alike: the same outcome transition (``always→never``, …) and the
+    same direction of change. The groups of a comparison partition its paired tasks, so their
+    contributions add up to Δ."""
+
+    transition: str  # "always→never"; same-outcome groups that moved carry ▼ / ▲ ("sometimes→sometimes ▼")
+    outcome_a: str  # always / sometimes / never / errored (every attempt an error)
+    outcome_b: str
+    direction: str  # "down", "up" or "same": the sign of its tasks' change
+    n_tasks: int
+    contribution: float  # the sum of its tasks' contributions
+    categories: tuple[CategoryShare, ...]  # largest |contribution| first, then more tasks, then name; () without
+    tasks: tuple[RankedTask, ...]  # its first tasks by rank: largest |change|, then smallest p-value, then task id
+
+    @property
+    def moved(self) -> bool:
+        return self.direction != "same"
+
+
+@dataclass(frozen=True, slots=True)
+class Attribution:
+    """Which kinds of tasks drove Δ: the groups, drops first (most negative), then gains (largest), then
+    the groups that did not move; their contributions add up to ``delta``."""
+
+    n_paired: int
+    delta: float  # the sum of every group's contribution: the headline Δ over the paired tasks
+    groups: tuple[ShiftGroup, ...]
+
+    @property
+    def n_moved(self) -> int:
+        return sum(g.n_tasks for g in self.groups if g.moved)
+
+
+@dataclass(frozen=True, slots=True)
 class ScoreShift:
     """Two runs paired on task identity (``shift.score_shift``).
 
@@ -258,12 +325,13 @@ class ScoreShift:
     pass_at_1_a: float  # over the paired tasks
     pass_at_1_b: float
     delta: float
-    tasks: tuple[TaskShift, ...]  # every paired task, contribution ascending (largest drop first)
+    tasks: tuple[TaskShift, ...]  # every paired task, contribution ascending, then Fisher p-value, then task id
     slices: tuple[SliceShift, ...]  # per slice column, most negative contribution first
     transitions: dict[tuple[str, str], int]  # (bucket in A, bucket in B) → paired tasks
     attempt_flips: AttemptFlips
     drivers_down: tuple[TaskEvidence, ...]  # the tasks that pulled the score down most, with evidence
     drivers_up: tuple[TaskEvidence, ...]
+    attribution: Attribution  # the paired tasks grouped by outcome transition, each group's tasks ranked
 
 
 @dataclass(frozen=True, slots=True)

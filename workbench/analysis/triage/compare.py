@@ -1,8 +1,9 @@
-"""Two runs of a store compared for triage: ``nel compare``'s paired statistics, plus the tasks that
-moved the score most and the attempts a cross-run diff of a moved task opens on.
+"""Two runs of a store compared for triage: ``nel compare``'s paired statistics, plus which tasks moved
+the score (grouped by outcome transition, ``diagnosis.attribution``) and the attempts a cross-run diff of
+a moved task opens on.
 
 The statistics are ``workbench.analysis.compare``'s, unchanged (the TUI and the CLI must agree). What is
-added here is what a person triaging needs next: each paired task's share of the change, and, for a
+added here is what a person triaging needs next: each group's share of the change, and, for a
 task that moved, an attempt on each side with opposite outcomes, the sharpest contrast to read.
 """
 
@@ -13,7 +14,8 @@ from dataclasses import dataclass
 import polars as pl
 
 from workbench.analysis.compare import CATEGORY, Comparison, compare_runs, pair_tasks, task_scores
-from workbench.analysis.diagnosis.types import Diagnosis, Finding
+from workbench.analysis.diagnosis.attribution import attribute, attribution_tasks, ranked
+from workbench.analysis.diagnosis.types import Attribution, Diagnosis, Finding, RankedTask
 from workbench.analysis.sources import RunData, load_run
 from workbench.analysis.triage.attempts import counterpart
 from workbench.errors import UsageError
@@ -22,40 +24,24 @@ from workbench.store.queries.triage_runs import present_runs
 from workbench.store.reader import Store
 
 MOVED_SHOWN = 100
-
-
-@dataclass(frozen=True, slots=True)
-class MovedTask:
-    """A paired task whose score changed, and how much of the overall change it accounts for.
-
-    ``contribution`` is ``(candidate_score − baseline_score) / n_paired``: the contributions of all paired
-    tasks add up to the comparison's delta, so the largest ones say which tasks moved the score.
-    """
-
-    task_id: str
-    baseline_idx: int
-    candidate_idx: int
-    category: str | None
-    baseline_score: float
-    candidate_score: float
-    contribution: float
-
-    @property
-    def delta(self) -> float:
-        return self.candidate_score - self.baseline_score
+"""Ranked tasks kept per transition group: what expanding a group on the compare screen lists."""
 
 
 @dataclass(frozen=True, slots=True)
 class TriageComparison:
     """A comparison of two runs of the store, as the compare screen shows it.
 
-    ``moved`` holds the tasks with the largest contributions to the delta (largest magnitude first, at most
-    ``MOVED_SHOWN``); ``n_moved`` counts every paired task whose score changed.
+    ``attribution`` groups the paired tasks by outcome transition (``always→never``, …): each group's count
+    and summed contribution, which add up to the delta, and its first ``MOVED_SHOWN`` tasks by rank.
     """
 
     comparison: Comparison
-    moved: tuple[MovedTask, ...]
-    n_moved: int
+    attribution: Attribution
+
+    @property
+    def n_moved(self) -> int:
+        """Paired tasks whose score changed."""
+        return self.attribution.n_moved
 
     @property
     def baseline(self) -> str:
@@ -84,8 +70,8 @@ def run_comparison(store: Store, baseline: str, candidate: str, *, max_drop: flo
         raise UsageError(f"Runs {baseline} ({base.benchmark}) and {candidate} ({cand.benchmark}) are of different "
                          "benchmarks and share no task: nothing to compare.")
     comparison = compare_runs(base, cand, max_drop=max_drop, seed=seed, other_metrics=others)
-    moved = _moved_frame(base, cand)
-    return TriageComparison(comparison=comparison, moved=_moved_tasks(moved, MOVED_SHOWN), n_moved=len(moved))
+    return TriageComparison(comparison=comparison, attribution=attribute(attribution_frame(base, cand),
+                                                                         keep=MOVED_SHOWN))
 
 
 def diagnose_runs(store: Store, baseline: str, candidate: str, *, top: int = 5) -> Diagnosis:
@@ -126,30 +112,22 @@ def findings_by_run(d: Diagnosis) -> list[RunFinding]:
     return out
 
 
-def moved_tasks(baseline: RunData, candidate: RunData, *, limit: int | None = None) -> tuple[MovedTask, ...]:
-    """The paired tasks whose score changed, by the magnitude of their contribution to the delta (ties by the
-    baseline's task index), the first ``limit`` of them; paired and scored as ``compare_runs`` does."""
-    return _moved_tasks(_moved_frame(baseline, candidate), limit)
+def moved_tasks(baseline: RunData, candidate: RunData, *, limit: int | None = None) -> tuple[RankedTask, ...]:
+    """The paired tasks whose score changed, the first ``limit`` of them by rank (the largest change, then
+    the smallest Fisher p-value, then task id); paired and scored as ``compare_runs`` does."""
+    order = ranked(attribution_frame(baseline, candidate)).filter(pl.col("direction") != "same")
+    return attribution_tasks(order if limit is None else order.head(limit))
 
 
-def _moved_frame(baseline: RunData, candidate: RunData) -> pl.DataFrame:
-    """Paired tasks that moved, with their ``contribution``, largest first; empty when no task is paired."""
+def attribution_frame(baseline: RunData, candidate: RunData) -> pl.DataFrame:
+    """The paired tasks (``pair_tasks``) in the columns ``attribute`` reads: A is the baseline."""
     paired = pair_tasks(task_scores(baseline), task_scores(candidate))
-    n = max(len(paired), 1)
-    return (paired.with_columns(((pl.col("score_c") - pl.col("score_b")) / n).alias("contribution"))
-            .filter(pl.col("contribution") != 0)
-            .with_columns(pl.col("contribution").abs().alias("size"))
-            .sort(["size", "task_idx_b"], descending=[True, False]))
-
-
-def _moved_tasks(frame: pl.DataFrame, limit: int | None) -> tuple[MovedTask, ...]:
-    has_category = CATEGORY in frame.columns
-    rows = frame if limit is None else frame.head(limit)
-    return tuple(
-        MovedTask(task_id=str(r["task_id"]), baseline_idx=int(r["task_idx_b"]), candidate_idx=int(r["task_idx_c"]),
-                  category=r[CATEGORY] if has_category else None, baseline_score=float(r["score_b"]),
-                  candidate_score=float(r["score_c"]), contribution=float(r["contribution"]))
-        for r in rows.iter_rows(named=True)
+    return paired.select(
+        "task_id", pl.col("task_idx_b").alias("idx_a"), pl.col("task_idx_c").alias("idx_b"),
+        pl.col("n_b").alias("n_a"), pl.col("n_pass_b").alias("pass_a"), pl.col("n_error_b").alias("err_a"),
+        pl.col("n_c").alias("n_b"), pl.col("n_pass_c").alias("pass_b"), pl.col("n_error_c").alias("err_b"),
+        pl.col("score_b").alias("p_a"), pl.col("score_c").alias("p_b"),
+        *([pl.col(CATEGORY).cast(pl.Utf8)] if CATEGORY in paired.columns else []),
     )
 
 

@@ -1,6 +1,6 @@
 """Screen 7: two runs compared, paired by task: the verdict and its statistics, the flips (regressions
-first), the per-category deltas and the tasks that moved the score most; Enter on a task diffs it across
-the two runs.
+first), the per-category deltas and what moved the score, by outcome transition (``always→never``, …);
+Enter on a transition lists its tasks, largest change first; Enter on a task diffs it across the two runs.
 
 The numbers are ``nel compare``'s (``workbench.analysis.compare``), computed in a worker; the screen only
 lays them out, so the TUI and the CLI never disagree.
@@ -20,7 +20,9 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Static
 
 from workbench.analysis.compare import CategoryDelta, Comparison, Flip
-from workbench.analysis.triage.compare import MovedTask, TriageComparison, cross_run_pair, run_comparison
+from workbench.analysis.diagnosis.attribution import points
+from workbench.analysis.diagnosis.types import RankedTask, ShiftGroup
+from workbench.analysis.triage.compare import TriageComparison, cross_run_pair, run_comparison
 from workbench.tui import format as fmt
 from workbench.tui.messages import ComparisonLoaded, CounterpartFound
 from workbench.tui.screens.base import NelScreen
@@ -31,7 +33,10 @@ FLIP_COLUMNS = (("kind", " "), ("task", "task"), ("category", "category"), ("a",
                 ("delta", "Δ"))
 CATEGORY_COLUMNS = (("category", "category"), ("delta", "Δ"), ("a", "A"), ("b", "B"), ("tasks", "tasks"),
                     ("worse", "▼"), ("better", "▲"), ("ci", "95% CI"))
-MOVED_COLUMNS = (("task", "task"), ("delta", "Δ task"), ("contribution", "share of Δ"), ("running", "Σ so far"))
+MOVED_COLUMNS = (("group", "transition / task"), ("contribution", "share of Δ"), ("tasks", "tasks"), ("delta", "Δ"),
+                 ("p", "p"))
+GROUP_KEY = "group:"
+"""Row keys of the transition groups in the moved table (a task's row key is its task id)."""
 TABLES = ("#flips", "#categories", "#moved")
 VERDICT_STYLES = {"PASS": "bold green", "WARN": "bold yellow", "BLOCK": "bold red", "INCONCLUSIVE": "bold blue"}
 TEST_LABELS = {"mcnemar_exact": "McNemar", "paired_t": "paired t", "wilcoxon": "Wilcoxon",
@@ -96,7 +101,7 @@ class CompareScreen(NelScreen):
         Binding("f", "findings", "Findings",
                 tooltip="Why did the score change? The diagnosis' heuristic findings (as nel diagnose A B)"),
         Binding("tab", "next_table", "Next table", show=False,
-                tooltip="Move to the next table: flips → categories → moved most"),
+                tooltip="Move to the next table: flips → categories → what moved the score"),
         Binding("shift+tab", "previous_table", "Previous table", show=False, tooltip="Move to the previous table"),
         Binding("x", "clear", "All categories", show=False,
                 tooltip="Show the flips of every category (Enter on a category shows only its flips)"),
@@ -140,7 +145,9 @@ class CompareScreen(NelScreen):
         self.category: str | None = None
         """The category whose flips alone are shown (Enter on a category), None for all."""
         self._flips: dict[str, Flip] = {}
-        self._moved: dict[str, MovedTask] = {}
+        self._moved: dict[str, RankedTask] = {}
+        self._expanded: set[str] = set()
+        """Transition groups whose tasks the moved table lists (Enter on a group)."""
 
     def crumb(self) -> str:
         return f"nel › runs › compare A {self.baseline} → B {self.candidate}"
@@ -238,24 +245,53 @@ class CompareScreen(NelScreen):
                 fmt.num(str(d.n_improvements)), fmt.num(ci))
 
     def _fill_moved(self, result: TriageComparison) -> None:
+        """One row per transition group (count, summed share of Δ in percentage points, mean Δ per task), and
+        under an expanded group its tasks by rank."""
         table = self.query_one("#moved", NelTable)
         keep = table.highlighted_key()
         table.clear()
         self._moved = {}
-        running = 0.0
-        for m in result.moved:
-            running += m.contribution
-            self._moved[m.task_id] = m
-            table.add_row(fmt.num(str(m.baseline_idx)), delta_cell(m.delta), delta_cell(m.contribution, 4),
-                          fmt.num(signed(running, 4)), key=m.task_id)
-        more = f" (top {len(result.moved)} of {result.n_moved})" if result.n_moved > len(result.moved) else ""
-        table.border_title = f"moved the score most{more}"
+        attribution = result.attribution
+        for group in attribution.groups:
+            table.add_row(*self._group_row(group, attribution.n_paired), key=GROUP_KEY + group.transition)
+            if group.transition in self._expanded:
+                for task in group.tasks:
+                    self._moved[task.task_id] = task
+                    table.add_row(*self._task_row(task), key=task.task_id)
+        table.border_title = (f"what moved: Σ {points(attribution.delta)}, {attribution.n_moved} tasks in "
+                              f"{sum(g.moved for g in attribution.groups)} groups · Enter lists a group's tasks")
         table.move_to_key(keep)
 
+    def _group_row(self, g: ShiftGroup, n_paired: int) -> tuple[Cell, ...]:
+        open_ = g.transition in self._expanded
+        listed = f" (first {len(g.tasks)})" if open_ and len(g.tasks) < g.n_tasks else ""
+        style = "red" if g.contribution < 0 else "green" if g.contribution > 0 else "dim"
+        mean = g.contribution * n_paired / g.n_tasks if g.n_tasks else math.nan
+        return (Text(f"{'▾' if open_ else '▸'} {g.transition}{listed}", style=style),
+                Text(points(g.contribution), style=style, justify="right"), fmt.num(f"{g.n_tasks:,}"), delta_cell(mean),
+                Text(""))
+
+    @staticmethod
+    def _task_row(t: RankedTask) -> tuple[Cell, ...]:
+        category = f" {fmt.clip(t.category, 12)}" if t.category else ""
+        return (Text(f"   #{t.task_idx_a}{category}", style="dim" if t.change == 0 else ""),
+                fmt.num(points(t.contribution)), fmt.num(f"{t.passes_a}/{t.attempts_a}→{t.passes_b}/{t.attempts_b}"),
+                delta_cell(t.change), fmt.num(p_value(t.p_value)))
+
     @on(DataTable.RowSelected, "#flips")
-    @on(DataTable.RowSelected, "#moved")
     def _enter_task(self) -> None:
         self.action_diff()
+
+    @on(DataTable.RowSelected, "#moved")
+    def _enter_moved(self, event: DataTable.RowSelected) -> None:
+        """Enter on a transition group lists (or hides) its tasks; on a task, diffs it across the runs."""
+        key = str(event.row_key.value)
+        if not key.startswith(GROUP_KEY):
+            self.action_diff()
+            return
+        self._expanded ^= {key[len(GROUP_KEY):]}
+        if self.result is not None:
+            self._fill_moved(self.result)
 
     @on(DataTable.RowSelected, "#categories")
     def _enter_category(self, event: DataTable.RowSelected) -> None:
@@ -272,12 +308,12 @@ class CompareScreen(NelScreen):
         return True
 
     def _highlighted_task(self) -> tuple[str, float, float] | None:
-        """The highlighted task of the focused table (flips unless the moved-most table has focus):
+        """The highlighted task of the focused table (flips unless the moved table has focus):
         its id and its score in A and in B."""
         if self.focused is not None and self.focused.id == "moved":
             key = self.query_one("#moved", NelTable).highlighted_key()
             m = self._moved.get(key or "")
-            return (m.task_id, m.baseline_score, m.candidate_score) if m else None
+            return (m.task_id, m.p_a, m.p_b) if m else None
         key = self.query_one("#flips", NelTable).highlighted_key()
         f = self._flips.get(key or "")
         return (f.task_id, f.baseline_score, f.candidate_score) if f else None
@@ -286,7 +322,8 @@ class CompareScreen(NelScreen):
         """Diff the highlighted task across the runs (in a worker: the attempts are read first)."""
         task = self._highlighted_task()
         if task is None:
-            self.say("No task to diff: highlight a flip or a task that moved the score.")
+            self.say("No task to diff: highlight a flip, or a task of a transition group (Enter on a group "
+                     "lists its tasks).")
             return
         task_id, a_score, b_score = task
         baseline, candidate = self.baseline, self.candidate
