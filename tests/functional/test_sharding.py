@@ -7,6 +7,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+import orjson
 import polars as pl
 import pytest
 from nel_helpers import assert_ok, assert_one_line_error, clean_env, eval_args, nel, nel_popen, step_count
@@ -171,3 +172,30 @@ def test_an_invalid_shard_index_exits_2(mock, tmp_path):
         env=clean_env(NEL_SHARD_IDX="2", NEL_TOTAL_SHARDS="2"),
     )
     assert "shard index 2" in assert_one_line_error(proc, 2)
+
+
+def test_the_merge_exports_a_completed_run_to_the_targets_it_is_given(mock, tmp_path):
+    """`--to` on the command line, and `output.export` of the spec the shards ran (what a sharded launch's own
+    merge passes): the completed run goes to inspect once, next to its artifacts."""
+    store = tmp_path / "nel.duckdb"
+    for proc in _run_shards(mock, tmp_path, [store, store], [_nel_env(0), _nel_env(1)]):
+        assert_ok(proc)
+    spec = tmp_path / "spec.json"
+    spec.write_text(orjson.dumps({"services": {"m": {"url": mock.base_url, "model": "nel-mock"}},
+                                  "benchmarks": [{"name": "gsm8k"}], "output": {"export": ["inspect"]}}).decode())
+    proc = nel("eval", "merge", str(tmp_path), "--spec", str(spec), "--to", "inspect", cwd=tmp_path, timeout=120)
+    assert_ok(proc)
+    (run_id,) = open_store(store).sql("SELECT run_id FROM runs")["run_id"].to_list()
+    (log,) = (tmp_path / "runs" / run_id).glob("*.eval")
+    assert proc.stdout.count("inspect  ") == 1 and str(log) in proc.stdout
+    from inspect_ai.log import read_eval_log
+
+    assert read_eval_log(str(log), header_only=True).eval.config.epochs == REPEATS
+    again = nel("eval", "merge", str(tmp_path), "--to", "inspect", cwd=tmp_path)
+    assert_ok(again)
+    assert "inspect  " not in again.stdout  # settled already: nothing exported twice
+
+
+def test_a_merge_with_an_unknown_target_writes_nothing(tmp_path):
+    proc = nel("eval", "merge", str(tmp_path), "--to", "neptune", cwd=tmp_path)
+    assert "--to neptune: unknown export target; known: inspect, mlflow, wandb" in assert_one_line_error(proc, 2)

@@ -197,7 +197,8 @@ def test_hostile_paths_reach_nel_as_they_are_and_run_nothing(tmp_path: Path) -> 
     for script, expected in (
         (scripts.shards, ["-m", "workbench.cli", "eval", "run", "--spec", f"{tmp_path}/scripts 100%/spec.json",
                           "--no-progress", "--resume"]),
-        (scripts.merge, ["-m", "workbench.cli", "eval", "merge", f"{root}/nel.duckdb"]),
+        (scripts.merge, ["-m", "workbench.cli", "eval", "merge", f"{root}/nel.duckdb",
+                         "--spec", f"{tmp_path}/scripts 100%/spec.json"]),  # its output.export applies to the merge
     ):
         proc = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, check=False)
         assert proc.returncode == 0, proc.stderr

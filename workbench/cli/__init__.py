@@ -108,6 +108,12 @@ def _add_eval_merge(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--run", action="append", metavar="RUN",
                    help="answer for this run only (repeatable; default: every run merged now and every sharded run "
                         "of the store): its missing shards and its export")
+    p.add_argument("--to", action="append", metavar="TARGET", default=[],
+                   help="also export each run the merge completes to inspect, mlflow and/or wandb (repeatable or "
+                        "a comma list), as `nel eval export --to` does")
+    p.add_argument("--spec", metavar="FILE.json",
+                   help="the run specification the shards ran: its output.export and output.export_config apply "
+                        "to the runs the merge completes (what a sharded launch's own merge passes)")
     p.set_defaults(func=_handler("eval_merge", "cmd_eval_merge"))
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from workbench.cli.eval_run import read_summary
 from workbench.errors import UsageError
 from workbench.export.settle import settle
+from workbench.spec.models import ExportConfig
 from workbench.store import ingest, resolve_store_path
 from workbench.store.completeness import RunCompleteness
 
@@ -16,6 +17,7 @@ def cmd_eval_merge(args: argparse.Namespace) -> int:
     """Ingest shards, then answer for the runs (``workbench.export.settle``): an incomplete one is named
     with its missing shards, exit 1, every time the merge is run; a finished one is exported if its export
     is missing or stale."""
+    targets, export_config = _exports(args)  # a wrong target or spec: one line before anything is merged
     sources = [resolve_store_path(d) for d in args.dirs]
     for src in sources:
         if not src.exists() and not src.with_name(src.name + ".segments").exists():
@@ -23,7 +25,7 @@ def cmd_eval_merge(args: argparse.Namespace) -> int:
     target = resolve_store_path(args.store) if args.store else sources[0]
     report = ingest(target, sources=sources, bulk=True)
     print(f"merged into {target}: {report.steps_added} new steps from {report.shards_ingested} finished shards")
-    runs = settle(target, report.runs, runs=args.run)
+    runs = settle(target, report.runs, runs=args.run, targets=targets, export_config=export_config)
     if args.run:
         unknown = sorted(set(args.run) - {r.run.run_id for r in runs})
         if unknown:
@@ -42,7 +44,28 @@ def cmd_eval_merge(args: argparse.Namespace) -> int:
                   f"({summary.n_steps}/{summary.n_steps_expected} steps)")
         if settled.export is not None:
             print(f"    export {settled.export}")
+        for line in settled.exported:
+            print(f"    {line}")
     return 1 if any(r.incomplete for r in runs) else 0
+
+
+def _exports(args: argparse.Namespace) -> tuple[list[str], ExportConfig | None]:
+    """``--to`` and the spec's ``output.export`` (once each, the spec's first), with the spec's options; every
+    target's extra is checked now, before the merge writes anything."""
+    from workbench.export.targets import TARGETS, parse_targets
+    from workbench.extras import require
+
+    targets: list[str] = []
+    config: ExportConfig | None = None
+    if args.spec:
+        from workbench.spec.io import read_spec
+
+        output = read_spec(args.spec).output
+        targets, config = [str(t) for t in output.export], output.export_config
+    targets += [t for t in parse_targets(args.to) if t not in targets]
+    for name in targets:
+        require(TARGETS[name].extra, f"export to {name}")
+    return targets, config
 
 
 def _check_repeats(store: Path, run_ids: list[str], repeats: int) -> None:

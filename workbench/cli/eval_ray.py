@@ -73,6 +73,8 @@ def cmd_eval_ray(args: argparse.Namespace) -> int:
               + (f", pass@1 {est.value:.4f}  95% CI [{est.low:.4f}, {est.high:.4f}]" if est is not None else ""))
         if run_id in result.exports:
             print(f"    export {result.exports[run_id]}")
+        for line in result.exported.get(run_id, ()):
+            print(f"    {line}")
         if summary.n_steps != summary.n_steps_expected:
             code = 1
     print(f"  store    {store}")

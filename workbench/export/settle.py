@@ -9,11 +9,12 @@ export is missing or stale is exported.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from workbench.export.artifacts import export_is_current, export_run
+from workbench.spec.models import ExportConfig
 from workbench.store.completeness import RunCompleteness, runs_to_settle
 from workbench.types import RunStatus
 
@@ -27,6 +28,8 @@ class SettledRun:
     run: RunCompleteness
     export: Path | None
     touched: bool
+    exported: tuple[str, ...] = ()
+    """One line per export target the run went to now (``targets`` of ``settle``), or why it did not."""
 
     @property
     def settled(self) -> bool:
@@ -43,8 +46,10 @@ def export_dir(store: Path, run_id: str) -> Path:
     return store.parent / "runs" / run_id
 
 
-def settle(store: Path, touched: Collection[str], runs: Collection[str] | None = None) -> list[SettledRun]:
-    """Where each run stands after a merge into ``store`` (see the module docstring)."""
+def settle(store: Path, touched: Collection[str], runs: Collection[str] | None = None, *,
+           targets: Sequence[str] = (), export_config: ExportConfig | None = None) -> list[SettledRun]:
+    """Where each run stands after a merge into ``store`` (see the module docstring). A run exported now also
+    goes to each of ``targets`` (``output.export`` of the spec its shards ran: inspect, mlflow, wandb)."""
     out = []
     asked = set(touched) | set(runs or ())
     for run in runs_to_settle(store, asked):
@@ -52,8 +57,15 @@ def settle(store: Path, touched: Collection[str], runs: Collection[str] | None =
             continue
         finished = not run.missing_shards and all(st in FINISHED_SHARD for st in run.unfinished_shards.values())
         folder = export_dir(store, run.run_id)
-        export = None
+        export: Path | None = None
+        exported: tuple[str, ...] = ()
         if finished and not export_is_current(folder, run.run_id, n_steps=run.n_steps, status=run.status):
             export = export_run(store, run.run_id, folder).bundle
-        out.append(SettledRun(run, export, run.run_id in asked))
+            if targets:
+                from workbench.export.targets import export_after_run
+                from workbench.store import open_store
+
+                exported = tuple(export_after_run(open_store(store, runs=[run.run_id]), run.run_id, folder,
+                                                  targets, export_config or ExportConfig()))
+        out.append(SettledRun(run, export, run.run_id in asked, exported))
     return out

@@ -66,6 +66,8 @@ class RayResult:
     outcomes: list[ShardOutcome]
     merge: IngestReport | None = None
     exports: dict[str, Path] = field(default_factory=dict)
+    exported: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Per run: one line per ``output.export`` target it went to (or why it did not)."""
 
     @property
     def failed(self) -> list[ShardOutcome]:
@@ -206,8 +208,13 @@ def run_shards_on_ray(job: RayJob, *, secrets: Mapping[str, str] | None = None,
     if not result.failed and job.shards > 1:
         result.merge = ingest(job.store, bulk=True)
         from workbench.export.settle import settle
+        from workbench.spec.models import RunSpec
 
-        for settled in settle(job.store, result.merge.runs, runs=result.run_ids):
+        output = RunSpec.model_validate_json(job.spec).output  # its output.export: the merged runs' exports
+        for settled in settle(job.store, result.merge.runs, runs=result.run_ids, targets=output.export,
+                              export_config=output.export_config):
             if settled.export is not None:
                 result.exports[settled.run.run_id] = settled.export
+            if settled.exported:
+                result.exported[settled.run.run_id] = settled.exported
     return result

@@ -153,7 +153,8 @@ def merge_script(cluster: Cluster, job: SlurmJob, directory: Path) -> str:
     if cluster.mem:
         lines.append(f"#SBATCH --mem={cluster.mem}")
     lines += _preamble(cluster, job)
-    lines += [f"exec {_nel(job, 'eval', 'merge', str(job.store))}", ""]
+    spec = ("--spec", str(directory / SPEC_FILE)) if job.spec else ()  # its output.export: the merged runs' exports
+    lines += [f"exec {_nel(job, 'eval', 'merge', str(job.store), *spec)}", ""]
     return "\n".join(lines)
 
 

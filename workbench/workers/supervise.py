@@ -77,7 +77,9 @@ class Supervisor:
             # failure.
             self._learn_run_ids()
             scope = [arg for run_id in self.state.run_ids for arg in ("--run", run_id)]
-            merge = self._nel(["eval", "merge", str(request.store), *scope], log=self.state.directory / "merge.log",
+            spec = ["--spec", str(self.state.directory / "spec.json")]  # its output.export: the merged runs' exports
+            merge = self._nel(["eval", "merge", str(request.store), *scope, *spec],
+                              log=self.state.directory / "merge.log",
                               own_session=True)
             if merge.wait() != 0:
                 return self._end("failed", f"merge exited with {merge.returncode} "
