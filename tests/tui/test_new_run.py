@@ -92,6 +92,22 @@ class TestNewRun:
                 await wait_for(pilot, lambda: live.launch is not None and live.launch.status == "complete")
         assert len(model.bodies) == 3 and all(body["top_k"] == 20 for body in model.bodies)
 
+    async def test_temperature_seed_and_run_id_from_the_form_reach_the_run(self, tmp_path: Path) -> None:
+        store = tmp_path / "nel.duckdb"
+        app = NelApp(store)
+        with recording_model() as model:
+            async with app.run_test(size=(100, 40)) as pilot:
+                await settle(pilot)
+                await pilot.press("n")
+                await fill(pilot, bench="gsm8k", model_url=url_of(model), model_id="m", repeats="2",
+                           max_problems="2", temperature="0.3", seed="7", run_id="form-run")
+                await pilot.press("ctrl+s")
+                await wait_for(pilot, lambda: isinstance(app.screen, LiveScreen))
+                live = app.screen
+                assert isinstance(live, LiveScreen) and live.run_id == "form-run"
+                await wait_for(pilot, lambda: live.launch is not None and live.launch.status == "complete")
+        assert sorted((b["temperature"], b["seed"]) for b in model.bodies) == [(0.3, 7), (0.3, 7), (0.3, 8), (0.3, 8)]
+
     async def test_stop_and_resume_from_the_live_view(self, tmp_path: Path) -> None:
         store = tmp_path / "nel.duckdb"
         app = NelApp(store)
@@ -152,6 +168,40 @@ class TestFormMistakes:
             assert isinstance(app.screen, NewRunScreen)
             assert message in screen_text(app).replace("\n", " ") or message in str(
                 app.screen.query_one("#message").render())
+        assert not (tmp_path / "nel.duckdb.workers").exists()
+
+    async def test_fixing_the_field_clears_its_error_at_once(self, tmp_path: Path) -> None:
+        app = NelApp(tmp_path / "nel.duckdb")
+        async with app.run_test(size=(100, 40)) as pilot:
+            await settle(pilot)
+            await pilot.press("n")
+            await fill(pilot, bench="gsm8k", model_url="localhost:8000", model_id="m")
+            await pilot.press("ctrl+s")
+            await settle(pilot)
+            message = app.screen.query_one("#message")
+            assert "model_url: 'localhost:8000' is not" in str(message.render())
+            await fill(pilot, model_url="http://127.0.0.1:8000/v1", shards="0")
+            assert "shards: must be within" in str(message.render())  # the next mistake, not the fixed one
+            await fill(pilot, shards="1")
+            assert not message.display
+        assert not (tmp_path / "nel.duckdb.workers").exists()
+
+    async def test_a_run_over_a_thousand_steps_asks_first(self, tmp_path: Path) -> None:
+        from workbench.tui.screens.confirm import ConfirmScreen
+
+        app = NelApp(tmp_path / "nel.duckdb")
+        async with app.run_test(size=(100, 40)) as pilot:
+            await settle(pilot)
+            await pilot.press("n", "ctrl+o")  # gsm8k, every problem, its 4 default repeats
+            await pilot.press("ctrl+s")
+            await settle(pilot)
+            assert isinstance(app.screen, ConfirmScreen)
+            assert "5,276 model calls (1,319 problems × 4 repeats of gsm8k)" in str(
+                app.screen.query_one("#question").render())
+            await pilot.press("n")
+            await settle(pilot)
+            assert isinstance(app.screen, NewRunScreen)
+            assert "Not started" in str(app.screen.query_one("#message").render())
         assert not (tmp_path / "nel.duckdb.workers").exists()
 
     async def test_a_config_file_mistake_is_named_by_file_and_line(self, tmp_path: Path) -> None:

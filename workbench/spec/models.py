@@ -96,11 +96,13 @@ def json_object(text: str) -> dict[str, Any]:
 class Generation(Strict):
     """Sampling parameters sent with every request (and part of the run's identity)."""
 
-    temperature: Annotated[float | None, Field(ge=0.0, le=2.0), Flag("--temperature", "sampling temperature")] = None
+    temperature: Annotated[float | None, Field(ge=0.0, le=2.0),
+                           Flag("--temperature", "sampling temperature", form=12, placeholder="the model's default")] = None
     top_p: Annotated[float | None, Field(gt=0.0, le=1.0), Flag("--top-p", "nucleus sampling")] = None
     max_tokens: Annotated[int | None, Field(ge=1), Flag("--max-tokens", "largest completion", metavar="N")] = None
     seed: Annotated[int | None, Field(ge=-(2**63)),
-                    Flag("--seed", "sampling seed; attempt r of a problem is sent seed + r")] = None
+                    Flag("--seed", "sampling seed; attempt r of a problem is sent seed + r", form=13,
+                         placeholder="none (attempt r of a problem is sent seed + r)")] = None
     stop: Annotated[Strings | None, Flag("--stop", "stop sequence (repeatable)", metavar="TEXT", repeat=True)] = None
     frequency_penalty: Annotated[float | None, Field(ge=-2.0, le=2.0)] = None
     presence_penalty: Annotated[float | None, Field(ge=-2.0, le=2.0)] = None
@@ -356,7 +358,8 @@ class Benchmark(Strict):
     problem_range: Annotated[tuple[Annotated[int, Field(ge=0)], Annotated[int, Field(ge=1)]] | None,
                              Flag("--problem-range", "evaluate problems START..END-1", metavar="START:END",
                                   parse=_range)] = None
-    run_id: Annotated[NonEmpty | None, Flag("--run-id", "name the run (all shards of a sharded run share it)")] = None
+    run_id: Annotated[NonEmpty | None, Flag("--run-id", "name the run (all shards of a sharded run share it)",
+                                            form=14, label="run id", placeholder="generated")] = None
 
     _path: str = PrivateAttr(default="")
     _service: str = PrivateAttr(default="")

@@ -164,7 +164,7 @@ def launch(request: RunRequest) -> LaunchState:
 
         load_config(request.config)  # its mistakes now, named by file:line
     elif request.spec is None:
-        _check_benchmark(str(request.bench), request.sandbox)
+        check_benchmark(str(request.bench), request.sandbox)
     single = request.spec.benchmarks[0] if request.spec is not None and len(request.spec.benchmarks) == 1 else None
     if request.config is None and request.run_id is None and (request.spec is None or single is not None):
         from workbench.engine.identity import new_run_id  # the engine package is heavy: only when launching
@@ -181,7 +181,7 @@ def launch(request: RunRequest) -> LaunchState:
     return _start_supervisor(state)
 
 
-def _check_benchmark(name: str, sandbox: str | None = None) -> None:
+def check_benchmark(name: str, sandbox: str | None = None) -> None:
     """A built-in or registered benchmark, or a BYOB ``.py`` file that exists; with a sandbox if it needs one."""
     from workbench.environments import benchmark_names, get_environment
 

@@ -25,13 +25,17 @@ from workbench.spec.flags import FlagField, form_fields
 from workbench.store.layout import resolve_store_path
 from workbench.tui.messages import LaunchStarted
 from workbench.tui.screens.base import NelScreen
+from workbench.tui.screens.confirm import ConfirmScreen
 from workbench.workers import MOCK, RunRequest, launch
-from workbench.workers.local import observed, read_state
+from workbench.workers.local import check_benchmark, observed, read_state
+
+CONFIRM_STEPS = 1_000
+"""A run of more steps than this (problems × repeats) is started only once the user confirms it."""
 
 RUN_ID_WAIT_S = 60.0
 """How long to wait for a config file's first run to appear before opening its live view."""
 
-_NAMED = ("bench", "model_id", "repeats", "max_problems", "max_concurrent", "sandbox")
+_NAMED = ("bench", "model_id", "repeats", "max_problems", "max_concurrent", "sandbox", "run_id")
 """The spec fields a ``RunRequest`` has a field of its own for; any other field of the form goes in its values."""
 
 
@@ -166,6 +170,28 @@ class NewRunScreen(NelScreen):
         except UsageError as exc:
             self.say(str(exc), error=True)
             return
+        steps = planned_steps(request)
+        if steps is not None and steps[0] > CONFIRM_STEPS:
+            try:
+                check_benchmark(str(request.bench), request.sandbox)  # what the launch would refuse, before asking
+            except UsageError as exc:
+                self.say(str(exc), error=True)
+                return
+            total, problems, repeats = steps
+            question = (f"This run makes {total:,} model calls ({problems:,} problems × {repeats} repeats of "
+                        f"{request.bench}). Start it?")
+
+            def answered(yes: bool | None) -> None:
+                if yes:
+                    self._launch(request)
+                else:
+                    self.say("Not started: lower max problems or repeats, or start it again to confirm.")
+
+            self.app.push_screen(ConfirmScreen(question, yes="Start"), answered)
+            return
+        self._launch(request)
+
+    def _launch(self, request: RunRequest) -> None:
         self.say("starting the run in the background…")
         self.query_one("#start", Button).disabled = True
         self.start("launch", lambda token: _launch(token, request))
@@ -181,6 +207,20 @@ class NewRunScreen(NelScreen):
     @on(Input.Submitted)
     def _submitted(self) -> None:
         self.action_start()
+
+    @on(Input.Changed)
+    @on(Select.Changed)
+    def _edited(self) -> None:
+        """A field fixed clears its error at once (or shows the next one): the message never tells of the past."""
+        message = self.query_one("#message")
+        if not (message.display and message.has_class("error")):
+            return
+        try:
+            self.request()
+        except UsageError as exc:
+            self.say(str(exc), error=True)
+        else:
+            self.say("")
 
     def on_launch_started(self, message: LaunchStarted) -> None:
         if not self.current("launch", message.token):
@@ -198,6 +238,25 @@ class NewRunScreen(NelScreen):
     def failed(self, group: str, text: str) -> None:
         self.query_one("#start", Button).disabled = False
         self.say(text, error=True)
+
+
+def planned_steps(request: RunRequest) -> tuple[int, int, int] | None:
+    """``(steps, problems, repeats)`` a form's run will make, from the benchmark's size and default repeats
+    (None for a config file, or a benchmark whose size is not known without loading it)."""
+    if request.config is not None or request.bench is None:
+        return None
+    from workbench.environments.registry import describe_benchmark
+
+    try:
+        info = describe_benchmark(request.bench)
+    except (UsageError, KeyError):
+        return None
+    size = info.get("size")
+    if not isinstance(size, int):
+        return None
+    problems = min(size, request.max_problems) if request.max_problems else size
+    repeats = request.repeats or int(info.get("default_repeats") or 1)
+    return problems * repeats, problems, repeats
 
 
 def _launch(token: int, request: RunRequest) -> LaunchStarted:
