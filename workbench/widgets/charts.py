@@ -173,8 +173,8 @@ def scatter_chart(shift: ScoreShift, data: ScatterData | None = None) -> alt.Lay
     err_a = base.mark_rule(opacity=0.5, color="#555").encode(x="low_a:Q", x2="high_a:Q")
     err_b = base.mark_rule(opacity=0.5, color="#555").encode(y="low_b:Q", y2="high_b:Q")
     dots = base.mark_circle(opacity=0.85, stroke="#222").encode(
-        size=alt.Size("n_tasks:Q", scale=alt.Scale(range=[30, POINT_AREA_MAX], zero=False),
-                      title="tasks"),
+        size=alt.Size("n_tasks:Q", scale=alt.Scale(range=[30, POINT_AREA_MAX], zero=False), title="tasks",
+                      legend=alt.Legend(format="d", tickMinStep=1)),
         color=alt.Color("direction:N", scale=_scale(COLORS, directions), title=None),
         strokeWidth=alt.condition(pick, alt.value(2.0), alt.value(0.0)),
         tooltip=[alt.Tooltip("cell:N", title="outcome"), alt.Tooltip("n_tasks:Q", title="tasks"),

@@ -13,6 +13,7 @@ import ipywidgets as w
 from workbench.analysis.diagnosis.types import RunDiagnosis, RunProfile
 from workbench.widgets import charts
 from workbench.widgets._html import esc, table
+from workbench.widgets._layout import chart_row
 from workbench.widgets._sources import RunSource, load
 from workbench.widgets.static import StaticFormat, live_chart, widget_bundle
 
@@ -63,8 +64,8 @@ class RunOverview(w.VBox):
         failures = live_chart(charts.failure_chart(profile)) if profile.failures else w.HTML(charts.NO_FAILURES)
         super().__init__([
             w.HTML(_summary(profile)),
-            w.HBox([live_chart(charts.pass_at_k_chart(profile)), live_chart(charts.bucket_histogram(profile))]),
-            w.HBox([failures, self.slice_table]),
+            chart_row([live_chart(charts.pass_at_k_chart(profile)), live_chart(charts.bucket_histogram(profile))]),
+            chart_row([failures, self.slice_table]),
         ])
 
     def static_chart(self) -> alt.VConcatChart:

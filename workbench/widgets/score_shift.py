@@ -21,6 +21,7 @@ from workbench.analysis.diagnosis.types import ScoreShift as ShiftResult
 from workbench.analysis.sources import RunData
 from workbench.widgets import charts
 from workbench.widgets._html import esc, task_panel
+from workbench.widgets._layout import chart_row
 from workbench.widgets._sources import RunSource, evidence_of, load
 from workbench.widgets.static import StaticFormat, live_chart, widget_bundle
 
@@ -117,8 +118,8 @@ class ScoreShift(w.VBox):
         self.panel = w.HTML("<i>Click a waterfall bar or a scatter point.</i>")
         super().__init__([
             w.HTML(_summary(self.shift) + CLICK_HINT),
-            w.HBox([self.waterfall_view, self.scatter_view]),
-            w.HBox([self.slice_view, self.transition_view]),
+            chart_row([self.waterfall_view, self.scatter_view]),
+            chart_row([self.slice_view, self.transition_view]),
             w.HBox([self.task_picker, self.picker_note]),
             self.panel,
         ])

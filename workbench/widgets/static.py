@@ -24,6 +24,7 @@ import vl_convert as vlc
 StaticFormat = Literal["png", "svg"]
 PNG, SVG, HTML = "image/png", "image/svg+xml", "text/html"
 RENDERER = "nel-static"
+SVG_STYLE = "<style>.nel-static text{font-family:'Liberation Sans',Arial,Helvetica,sans-serif}</style>"
 VEGALITE = f"application/vnd.vegalite.v{alt.SCHEMA_VERSION.lstrip('v').split('.')[0]}+json"
 """The Vega-Lite MIME type of altair's schema version, as Jupyter front ends name it."""
 _SCALE = 1.0  # PNG pixels per chart pixel; 2 doubles the size of every saved notebook
@@ -72,9 +73,10 @@ def live_chart(chart: alt.TopLevelSpec) -> alt.JupyterChart:
 
 def svg_html(spec: dict[str, Any]) -> str:
     """``text/html`` showing the chart as inline SVG: what an HTML export draws in place of the live view."""
-    # vl-convert sized the SVG for its own fonts; a browser's may be wider: let labels run over, not be cut.
+    # vl-convert measured the text with Liberation Sans (Arial's metrics); a browser may draw a wider font: ask
+    # for the same metrics first, and let a label run over rather than be cut.
     svg = spec_to_svg(spec).replace("<svg ", "<svg style='overflow:visible' ", 1)
-    return f"<div class='nel-static' style='padding:0 12px'>{svg}</div>"
+    return f"{SVG_STYLE}<div class='nel-static' style='padding:0 16px'>{svg}</div>"
 
 
 def html_bundle(parts: Sequence[str]) -> dict[str, str]:
