@@ -77,6 +77,9 @@ def lab(store: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple
     settings.mkdir(parents=True)
     # Every cell in the DOM (JupyterLab 4 skips painting cells out of view), so every chart draws.
     (settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
+    notices = home / "settings" / "@jupyterlab" / "apputils-extension"
+    notices.mkdir(parents=True)  # no "get Jupyter news?" toast over the screenshots (nor a request for it)
+    (notices / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
     port, token = free_port(), secrets.token_hex(16)
     env = {**os.environ, "NEL_STORE": str(store), "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"),
            "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"), "JUPYTER_RUNTIME_DIR": str(home / "runtime"),

@@ -130,7 +130,8 @@ class TestDiffSides:
 class TestScatterAxes:
     def test_the_largest_point_at_0_or_1_stays_clear_of_the_axes(self):
         spec = charts.scatter_chart(shift(OUTCOMES)).to_dict()
-        scales = [layer["encoding"]["x"].get("scale", {}) for layer in spec["layer"] if "x" in layer.get("encoding", {})]
+        scales = [layer["encoding"]["x"].get("scale", {}) for layer in spec["layer"]
+                  if "x" in layer.get("encoding", {})]
         padded = [s for s in scales if s.get("domain") == [0, 1]]
         assert padded and all(s["padding"] >= math.sqrt(charts.POINT_AREA_MAX / math.pi) for s in padded)
 
@@ -155,7 +156,7 @@ class TestFindStore:
         with pytest.raises(UsageError, match=r"nel-demo/nel.duckdb is in neither .* NEL_STORE is not set"):
             find_store(start=tmp_path)
         monkeypatch.setenv("NEL_STORE", str(tmp_path / "gone.duckdb"))
-        with pytest.raises(UsageError, match="NEL_STORE=.*gone.duckdb: no store there"):
+        with pytest.raises(UsageError, match=r"NEL_STORE=.*gone\.duckdb: no store there"):
             find_store(start=tmp_path)
 
     def test_a_notebook_that_makes_its_runs_gets_a_store_in_the_checkout(self, tmp_path, monkeypatch):
