@@ -4,6 +4,7 @@ print the numbers the analysis computes, and keep static images of their charts.
 from __future__ import annotations
 
 import math
+import shutil
 from pathlib import Path
 
 import nbformat
@@ -109,3 +110,14 @@ class TestExploreNotebook:
         assert widget_views(nb) == 4  # the picker, two plots, the overview
         assert images(nb).count("image/png") >= 3  # two plots and the overview
         assert inline_svgs(nb) == 3  # two plots and the overview (the picker's table is HTML, no chart)
+
+    def test_opened_from_notebooks_it_finds_the_store_make_demo_wrote_in_the_checkout(self, kernel_specs, store,
+                                                                                      tmp_path, monkeypatch):
+        """JupyterLab runs a notebook's kernel in ``notebooks/``; ``make demo`` wrote ``nel-demo/`` one level up."""
+        (tmp_path / "nel-demo").mkdir()
+        shutil.copy(store, tmp_path / "nel-demo" / "nel.duckdb")
+        (tmp_path / "notebooks").mkdir()
+        monkeypatch.delenv("NEL_STORE", raising=False)
+        _, _, text = execute(kernel_specs, "explore.ipynb", tmp_path / "notebooks")
+        assert f"store={tmp_path / 'nel-demo' / 'nel.duckdb'}" in text
+        assert f"run={BASELINE} pass_at_1=" in text
