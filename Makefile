@@ -43,10 +43,11 @@ lint: install
 
 # Debian packages the suite runs for real: tmux (the TUI smoke test), the Docker engine and debootstrap (the
 # images are built from a local base, never pulled), docker-compose, SLURM with munge (a one-node cluster
-# the SLURM tests bring up and tear down themselves) and bubblewrap (the local sandbox's isolation). Only
-# what is missing is installed.
+# the SLURM tests bring up and tear down themselves), bubblewrap (the local sandbox's isolation) and Chromium
+# with its driver (the notebooks in a JupyterLab with the network blocked). Only what is missing is installed.
 SYSTEM_TOOLS := tmux:tmux dockerd:docker.io debootstrap:debootstrap docker-compose:docker-compose \
-                sbatch:slurm-wlm slurmctld:slurm-wlm munged:munge bwrap:bubblewrap
+                sbatch:slurm-wlm slurmctld:slurm-wlm munged:munge bwrap:bubblewrap \
+                chromium:chromium chromedriver:chromium-driver
 system:
 	@missing="$$(for pair in $(SYSTEM_TOOLS); do command -v $${pair%%:*} >/dev/null || echo $${pair#*:}; done | sort -u)"; \
 	if [ -n "$$missing" ]; then echo "installing:" $$missing; apt-get update -q && \

@@ -4,6 +4,7 @@ print the numbers the analysis computes, and keep static images of their charts.
 from __future__ import annotations
 
 import math
+import shutil
 from pathlib import Path
 
 import nbformat
@@ -27,6 +28,12 @@ def images(nb: nbformat.NotebookNode) -> list[str]:
 def widget_views(nb: nbformat.NotebookNode) -> int:
     return sum("application/vnd.jupyter.widget-view+json" in o.get("data", {})
                for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+
+
+def inline_svgs(nb: nbformat.NotebookNode) -> int:
+    """Outputs whose ``text/html`` draws a chart as inline SVG: what ``jupyter nbconvert --to html`` shows."""
+    return sum("<svg" in o.get("data", {}).get("text/html", "") for c in nb.cells if c.cell_type == "code"
+               for o in c.get("outputs", []))
 
 
 def expected_shift(store: Path):
@@ -61,10 +68,19 @@ class TestDiagnoseNotebook:
 
     def test_keeps_a_static_image_of_every_chart_and_widget(self, diagnosed):
         nb, _, _ = diagnosed
-        assert widget_views(nb) == 3  # ScoreShift and two RunOverviews
+        assert widget_views(nb) == 5  # ScoreShift, two RunOverviews, two charts (altair's JupyterChart)
         found = images(nb)
         assert found.count("image/png") >= 5  # the three widgets and two charts
         assert "image/svg+xml" in found
+        assert inline_svgs(nb) == 5
+
+    def test_its_charts_carry_their_javascript(self, diagnosed):
+        """No chart imports vega-embed from a CDN: each widget's module is in its saved state."""
+        nb, _, _ = diagnosed
+        state = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+        modules = [m["state"]["_esm"] for m in state.values() if "_esm" in m["state"]]
+        assert len(modules) >= 11  # the ScoreShift's 3 or 4 charts, 3 per RunOverview, the two charts
+        assert not any("esm.sh" in m or "import vegaEmbed from \"https:" in m for m in modules)
 
     def test_makes_its_own_runs_when_the_store_lacks_them(self, kernel_specs, tmp_path):
         store = tmp_path / "fresh" / "nel.duckdb"
@@ -91,5 +107,17 @@ class TestExploreNotebook:
         profile = diagnose(load_run(newest.run_id, store=store)).baseline.profile
         assert f"overview run={newest.run_id} pass_at_1={profile.pass_at_1:.4f}" in text
         assert math.isclose(profile.pass_at_1, newest.pass_at_1, abs_tol=1e-9)  # type: ignore[arg-type]
-        assert widget_views(nb) == 2  # the picker and the overview
+        assert widget_views(nb) == 4  # the picker, two plots, the overview
         assert images(nb).count("image/png") >= 3  # two plots and the overview
+        assert inline_svgs(nb) == 3  # two plots and the overview (the picker's table is HTML, no chart)
+
+    def test_opened_from_notebooks_it_finds_the_store_make_demo_wrote_in_the_checkout(self, kernel_specs, store,
+                                                                                      tmp_path, monkeypatch):
+        """JupyterLab runs a notebook's kernel in ``notebooks/``; ``make demo`` wrote ``nel-demo/`` one level up."""
+        (tmp_path / "nel-demo").mkdir()
+        shutil.copy(store, tmp_path / "nel-demo" / "nel.duckdb")
+        (tmp_path / "notebooks").mkdir()
+        monkeypatch.delenv("NEL_STORE", raising=False)
+        _, _, text = execute(kernel_specs, "explore.ipynb", tmp_path / "notebooks")
+        assert f"store={tmp_path / 'nel-demo' / 'nel.duckdb'}" in text
+        assert f"run={BASELINE} pass_at_1=" in text

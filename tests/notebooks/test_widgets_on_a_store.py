@@ -18,6 +18,8 @@ def test_run_picker_lists_the_runs_newest_first(store):
     assert set(ids) == {BASELINE, CANDIDATE}
     assert picker.value == ids[0] and picker.selected is not None
     assert "pass@1" in picker.dropdown.options[0][0] and BASELINE in picker.table.value
+    exported = picker._repr_mimebundle_()["text/html"]  # what `jupyter nbconvert --to html` shows of it
+    assert BASELINE in exported and CANDIDATE in exported and "pass@1" in exported
     picked = []
     picker.on_pick(lambda row: picked.append(row.run_id))
     picker.value = ids[1]

@@ -21,6 +21,7 @@ _LAZY = {
     "ScoreShift": "score_shift",
     "RunOverview": "run_overview",
     "show_static": "static",
+    "find_store": "store_location",
 }
 
 

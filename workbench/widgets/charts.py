@@ -25,6 +25,10 @@ WATERFALL_TOP = 12
 SCATTER_MAX_POINTS = 400
 """Above this many distinct (A, B) outcomes the scatter bins pass rates to a ``SCATTER_BIN`` grid."""
 SCATTER_BIN = 0.05
+POINT_AREA_MAX = 900
+"""Area in px² of the scatter's largest point (radius 17 px)."""
+SCATTER_PAD = 20
+"""Pixels between the 0 and 1 pass rates and the scatter's axes: more than the largest point's radius."""
 SLICE_MAX_BARS = 40
 """Slice values drawn (most negative contribution first within each column); a note says what was left out."""
 
@@ -38,6 +42,9 @@ COLORS = {"regressed": "#d62728", "improved": "#2ca02c", "unchanged": "#8c8c8c",
 BUCKET_COLORS = {"always": "#2ca02c", "sometimes": "#ff7f0e", "never": "#d62728", "errored": "#9467bd",
                  "missing": "#8c8c8c"}
 WIDTH, HEIGHT = 380, 240
+NO_SLICES = "<p><i>Contribution by slice: no slice columns (tasks carry no category-like metadata)</i></p>"
+NO_FAILURES = "<p><i>Failure categories: no failed attempt</i></p>"
+"""What a widget shows instead of a chart with nothing to draw (an empty chart is bare axes)."""
 
 
 def _direction(delta: float) -> str:
@@ -156,13 +163,16 @@ def scatter_chart(shift: ScoreShift, data: ScatterData | None = None) -> alt.Lay
     points = data.points
     pick = alt.selection_point(name=CELL_PICK, fields=["cell"], on="click", empty=False)
     directions = ["regressed", "improved", "unchanged"]
-    axis_a = alt.X("p_a:Q", scale=alt.Scale(domain=[0, 1]), title=f"pass rate in A ({shift.profile_a.run_id})")
-    axis_b = alt.Y("p_b:Q", scale=alt.Scale(domain=[0, 1]), title=f"pass rate in B ({shift.profile_b.run_id})")
+    # Padding keeps the largest points at 0 and 1 clear of the axes and their labels.
+    rate = alt.Scale(domain=[0, 1], padding=SCATTER_PAD, nice=False)
+    axis_a = alt.X("p_a:Q", scale=rate, title=f"pass rate in A ({shift.profile_a.run_id})")
+    axis_b = alt.Y("p_b:Q", scale=rate, title=f"pass rate in B ({shift.profile_b.run_id})")
     base = alt.Chart(points).encode(x=axis_a, y=axis_b)
     err_a = base.mark_rule(opacity=0.5, color="#555").encode(x="low_a:Q", x2="high_a:Q")
     err_b = base.mark_rule(opacity=0.5, color="#555").encode(y="low_b:Q", y2="high_b:Q")
     dots = base.mark_circle(opacity=0.85, stroke="#222").encode(
-        size=alt.Size("n_tasks:Q", scale=alt.Scale(range=[30, 900]), title="tasks"),
+        size=alt.Size("n_tasks:Q", scale=alt.Scale(range=[30, POINT_AREA_MAX], zero=False), title="tasks",
+                      legend=alt.Legend(format="d", tickMinStep=1)),
         color=alt.Color("direction:N", scale=_scale(COLORS, directions), title=None),
         strokeWidth=alt.condition(pick, alt.value(2.0), alt.value(0.0)),
         tooltip=[alt.Tooltip("cell:N", title="outcome"), alt.Tooltip("n_tasks:Q", title="tasks"),
@@ -241,10 +251,12 @@ def score_shift_chart(shift: ScoreShift, top: int = WATERFALL_TOP, data: Scatter
     """The four ScoreShift charts in one figure: what a static rendering of the widget shows."""
     # Each chart keeps its own colours and sizes: shared scales would merge the waterfall's kinds with the
     # scatter's directions into one palette.
+    bottom: list[alt.Chart | alt.LayerChart] = [*([slice_shift_chart(shift)] if shift.slices else []),
+                                                transition_heatmap(shift)]
     return alt.vconcat(
         alt.hconcat(waterfall_chart(shift, top), scatter_chart(shift, data)).resolve_scale(
             color="independent", size="independent"),
-        alt.hconcat(slice_shift_chart(shift), transition_heatmap(shift)).resolve_scale(color="independent"),
+        alt.hconcat(*bottom).resolve_scale(color="independent"),
     ).resolve_scale(color="independent", size="independent")
 
 
@@ -329,12 +341,13 @@ def slice_chart(profile: RunProfile, max_bars: int = SLICE_MAX_BARS) -> alt.Char
 
 
 def run_overview_chart(profile: RunProfile) -> alt.VConcatChart:
-    """The RunOverview charts in one figure (its static rendering), the slice table drawn as bars."""
-    bottom = [failure_chart(profile), *([slice_chart(profile)] if profile.slices else [])]
-    return alt.vconcat(
-        alt.hconcat(pass_at_k_chart(profile), bucket_histogram(profile)).resolve_scale(color="independent"),
-        alt.hconcat(*bottom),
-    ).resolve_scale(color="independent")
+    """The RunOverview charts in one figure (its static rendering), the slice table drawn as bars; a chart with
+    nothing to draw (no failed attempt, no slice column) is left out."""
+    top = alt.hconcat(pass_at_k_chart(profile), bucket_histogram(profile)).resolve_scale(color="independent")
+    bottom = [*([failure_chart(profile)] if profile.failures else []),
+              *([slice_chart(profile)] if profile.slices else [])]
+    rows = [top, alt.hconcat(*bottom)] if bottom else [top]
+    return alt.vconcat(*rows).resolve_scale(color="independent")
 
 
 def task_label(task: TaskShift) -> str:

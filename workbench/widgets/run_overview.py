@@ -13,8 +13,9 @@ import ipywidgets as w
 from workbench.analysis.diagnosis.types import RunDiagnosis, RunProfile
 from workbench.widgets import charts
 from workbench.widgets._html import esc, table
+from workbench.widgets._layout import chart_row
 from workbench.widgets._sources import RunSource, load
-from workbench.widgets.static import StaticFormat, widget_bundle
+from workbench.widgets.static import StaticFormat, live_chart, widget_bundle
 
 
 def _summary(p: RunProfile) -> str:
@@ -59,11 +60,12 @@ class RunOverview(w.VBox):
         self.static_format: StaticFormat | None = static
         self._images: dict[str, dict[str, str]] = {}  # format → image entry: the charts never change
         self.slice_table = w.HTML(slice_table_html(profile))
+        # No failed attempt, no failure chart: a sentence instead of bare axes.
+        failures = live_chart(charts.failure_chart(profile)) if profile.failures else w.HTML(charts.NO_FAILURES)
         super().__init__([
             w.HTML(_summary(profile)),
-            w.HBox([alt.JupyterChart(charts.pass_at_k_chart(profile)),
-                    alt.JupyterChart(charts.bucket_histogram(profile))]),
-            w.HBox([alt.JupyterChart(charts.failure_chart(profile)), self.slice_table]),
+            chart_row([live_chart(charts.pass_at_k_chart(profile)), live_chart(charts.bucket_histogram(profile))]),
+            chart_row([failures, self.slice_table]),
         ])
 
     def static_chart(self) -> alt.VConcatChart:
@@ -71,4 +73,6 @@ class RunOverview(w.VBox):
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         return widget_bundle(super()._repr_mimebundle_(**kwargs), self.static_chart, self.static_format,
-                             self._images)
+                             self._images, before=[_summary(self.profile)],
+                             after=[*([] if self.profile.failures else [charts.NO_FAILURES]),
+                                    slice_table_html(self.profile)])

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import ipywidgets as w
 
 from workbench.analysis.triage import RunRow, runs_table
 from workbench.store.reader import Store
 from workbench.widgets._html import table
+from workbench.widgets.static import html_bundle
 
 TABLE_ROWS = 30
 """Runs the table under the dropdown lists (newest first); the dropdown holds them all."""
@@ -83,3 +85,7 @@ class RunPicker(w.VBox):
                 callback(row)
 
         self.dropdown.observe(changed, names="value")
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        """The live picker, and its table as ``text/html`` for an HTML export (where no widget runs)."""
+        return {**super()._repr_mimebundle_(**kwargs), **html_bundle([self.table.value])}

@@ -22,11 +22,15 @@ from workbench.analysis.diagnosis.types import ScoreShift as ShiftResult
 from workbench.analysis.sources import RunData
 from workbench.widgets import charts
 from workbench.widgets._html import esc, task_panel
+from workbench.widgets._layout import chart_row
 from workbench.widgets._sources import RunSource, evidence_of, load
-from workbench.widgets.static import StaticFormat, widget_bundle
+from workbench.widgets.static import StaticFormat, live_chart, widget_bundle
 
 PICKER_MAX = 200
 """Tasks the drill-down's dropdown lists at once (a point of the scatter may stand for thousands)."""
+
+
+CLICK_HINT = " <i>Click a waterfall bar or a scatter point to open its tasks.</i>"
 
 
 def _summary(shift: ShiftResult) -> str:
@@ -37,8 +41,7 @@ def _summary(shift: ShiftResult) -> str:
     return (f"<b>Δ pass@1 = {shift.delta:+.4f}</b> over {shift.n_paired} paired tasks: "
             f"A <code>{esc(a.run_id)}</code> {shift.pass_at_1_a:.4f} → B <code>{esc(b.run_id)}</code> "
             f"{shift.pass_at_1_b:.4f}{one_sided}. Attempt flips: {flips.pass_to_fail} pass→fail, "
-            f"{flips.fail_to_pass} fail→pass of {flips.n_pairs} paired attempts. "
-            "<i>Click a waterfall bar or a scatter point to open its tasks.</i>")
+            f"{flips.fail_to_pass} fail→pass of {flips.n_pairs} paired attempts.")
 
 
 class ScoreShift(w.VBox):
@@ -105,17 +108,19 @@ class ScoreShift(w.VBox):
         self._evidence: dict[str, TaskEvidence] = {e.task.task_id: e for e in
                                                    (*self.shift.drivers_down, *self.shift.drivers_up)}
         self.scatter = charts.scatter_data(self.shift)
-        self.waterfall_view = alt.JupyterChart(charts.waterfall_chart(self.shift, top))
-        self.scatter_view = alt.JupyterChart(charts.scatter_chart(self.shift, self.scatter))
-        self.slice_view = alt.JupyterChart(charts.slice_shift_chart(self.shift))
-        self.transition_view = alt.JupyterChart(charts.transition_heatmap(self.shift))
+        self.waterfall_view = live_chart(charts.waterfall_chart(self.shift, top))
+        self.scatter_view = live_chart(charts.scatter_chart(self.shift, self.scatter))
+        # No slice column, no chart: an empty frame would draw as bare axes.
+        self.slice_view: alt.JupyterChart | w.HTML = (
+            live_chart(charts.slice_shift_chart(self.shift)) if self.shift.slices else w.HTML(charts.NO_SLICES))
+        self.transition_view = live_chart(charts.transition_heatmap(self.shift))
         self.task_picker = w.Dropdown(description="task", layout=w.Layout(width="60%"))
         self.picker_note = w.HTML()
         self.panel = w.HTML("<i>Click a waterfall bar or a scatter point.</i>")
         super().__init__([
-            w.HTML(_summary(self.shift)),
-            w.HBox([self.waterfall_view, self.scatter_view]),
-            w.HBox([self.slice_view, self.transition_view]),
+            w.HTML(_summary(self.shift) + CLICK_HINT),
+            chart_row([self.waterfall_view, self.scatter_view]),
+            chart_row([self.slice_view, self.transition_view]),
             w.HBox([self.task_picker, self.picker_note]),
             self.panel,
         ])
@@ -209,4 +214,5 @@ class ScoreShift(w.VBox):
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         return widget_bundle(super()._repr_mimebundle_(**kwargs), self.static_chart, self.static_format,
-                             self._images)
+                             self._images, before=[_summary(self.shift)],
+                             after=[] if self.shift.slices else [charts.NO_SLICES])
