@@ -298,3 +298,13 @@ def test_swapping_runs_negates_deltas_and_keeps_p_values(pair, seed):
         assert (math.isnan(test.p_value) and math.isnan(other.p_value)) or test.p_value == other.p_value, test.name
     assert len(forward.flips.regressions) == len(backward.flips.improvements)
     assert forward.coverage.only_baseline == backward.coverage.only_candidate
+
+
+def test_a_run_still_being_written_is_named_in_the_warnings() -> None:
+    """Its numbers will move: the comparison says so (the TUI's headline and `nel compare` show it)."""
+    base, cand = binary_runs(worse=2, better=3, both_right=5, both_wrong=5)
+    live = dataclasses.replace(cand, status="running")
+    (warning,) = [w for w in compare_runs(base, live).warnings if "still running" in w]
+    assert warning.startswith(f"the candidate {cand.run_id} is still running ({cand.attempts.height:,} attempts")
+    assert not [w for w in compare_runs(base, dataclasses.replace(cand, status="complete")).warnings
+                if "still running" in w]

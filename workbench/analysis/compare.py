@@ -614,6 +614,11 @@ def _warnings(baseline: RunData, candidate: RunData) -> tuple[str, ...]:
         out.append(f"the runs are of different benchmarks: {baseline.benchmark!r} and {candidate.benchmark!r}")
     if baseline.run_id == candidate.run_id and baseline.source == candidate.source:
         out.append("the baseline and the candidate are the same run")
+    for side, run in (("baseline", baseline), ("candidate", candidate)):
+        if run.status == "running":
+            done = run.attempts.height
+            out.append(f"the {side} {run.run_id} is still running ({done:,} attempts so far): its numbers will "
+                       "move; compare again when it ends")
     return tuple(out)
 
 

@@ -56,6 +56,9 @@ class RunData:
     benchmark_figures: BenchmarkFigures | None = None
     """The figures the benchmark's authors report (``EvalEnvironment.benchmark_figures``): from an export, its
     bundle's; from the store, when asked for (``load_run(figures=True)``)."""
+    status: str | None = None
+    """The run's status in the store (``running``: still being written, its numbers will move); None for an
+    export, which is written once a run ended."""
 
     @property
     def metadata_columns(self) -> tuple[str, ...]:
@@ -101,7 +104,8 @@ def _load_store(store: Store, run_id: str, metric: str | None, figures: bool = F
     return RunData(run_id=run_id, benchmark=read.benchmark, model_id=read.model_id, metric=read.metric,
                    metrics=_metric_list(read.primary, read.metrics), n_repeats=read.n_repeats, attempts=attempts,
                    tasks=tasks, source=f"store:{store.path}#{run_id}",
-                   benchmark_figures=run_figures(store, run_id, read.benchmark) if figures else None)
+                   benchmark_figures=run_figures(store, run_id, read.benchmark) if figures else None,
+                   status=read.status)
 
 
 # ---- from an exported directory --------------------------------------------------------------------

@@ -53,6 +53,8 @@ class StoredRun:
     metrics: list[str]
     metric: str
     frames: StepFrames
+    status: str | None = None
+    """The run's status (``running`` while a shard still writes it)."""
 
 
 # ---- from the store --------------------------------------------------------------------------------
@@ -87,11 +89,11 @@ def read_store_run(store: Store, run_id: str, choose: Callable[[str, list[str]],
     """
 
     def fetch(con: duckdb.DuckDBPyConnection) -> StoredRun:
-        row = con.execute("SELECT benchmark, model_id, n_repeats, config FROM runs WHERE run_id = ?",
+        row = con.execute("SELECT benchmark, model_id, n_repeats, config, status FROM runs WHERE run_id = ?",
                           [run_id]).fetchone()
         if row is None:
             raise UsageError(f"{store.path}: no run {run_id!r} in this store")
-        benchmark, model_id, n_repeats, config = row
+        benchmark, model_id, n_repeats, config, status = row
         conf = _json_obj(config)
         primary = str(conf.get("primary_metric") or "reward")
         metrics = [str(m) for m in conf.get("metrics") or []] or [r[0] for r in con.execute(
@@ -107,7 +109,7 @@ def read_store_run(store: Store, run_id: str, choose: Callable[[str, list[str]],
         frames = _frames(con, src, params, _STORE_TASKS, {"run": run_id}, error_categories, merge_tasks=True,
                          materialize=False)
         return StoredRun(benchmark=str(benchmark), model_id=model_id, n_repeats=int(n_repeats), primary=primary,
-                         metrics=metrics, metric=chosen, frames=frames)
+                         metrics=metrics, metric=chosen, frames=frames, status=status)
 
     return store.on_connection(fetch)
 
