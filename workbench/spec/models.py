@@ -97,7 +97,8 @@ class Generation(Strict):
     """Sampling parameters sent with every request (and part of the run's identity)."""
 
     temperature: Annotated[float | None, Field(ge=0.0, le=2.0),
-                           Flag("--temperature", "sampling temperature", form=12, placeholder="the model's default")] = None
+                           Flag("--temperature", "sampling temperature", form=12,
+                                placeholder="the model's default")] = None
     top_p: Annotated[float | None, Field(gt=0.0, le=1.0), Flag("--top-p", "nucleus sampling")] = None
     max_tokens: Annotated[int | None, Field(ge=1), Flag("--max-tokens", "largest completion", metavar="N")] = None
     seed: Annotated[int | None, Field(ge=-(2**63)),
