@@ -20,6 +20,7 @@ import pytest
 from nel_helpers import assert_ok, eval_args, nel
 
 from workbench.environments import get_environment
+from workbench.environments.dataset import DatasetEnvironment
 from workbench.importers.inspect_log import import_inspect
 from workbench.mock import MockHandle, mock_model
 from workbench.store import open_store
@@ -71,9 +72,9 @@ def _register_provider() -> None:
     @modelapi(name="nelmock")
     class ChatCompletions(ModelAPI):
         def __init__(self, model_name: str, base_url: str | None = None, api_key: str | None = None,
-                     api_key_vars: list[str] | None = None, config: GenerateConfig = GenerateConfig(),
+                     api_key_vars: list[str] | None = None, config: GenerateConfig | None = None,
                      **_: Any) -> None:
-            super().__init__(model_name, base_url, api_key, ["NELMOCK_API_KEY"], config)
+            super().__init__(model_name, base_url, api_key, ["NELMOCK_API_KEY"], config or GenerateConfig())
 
         async def generate(self, input: Any, tools: Any, tool_choice: Any, config: GenerateConfig) -> ModelOutput:
             body = {"model": self.model_name, "messages": [{"role": m.role, "content": m.text} for m in input]}
@@ -106,7 +107,9 @@ def inspect_log(mock: MockHandle, tmp_path_factory: pytest.TempPathFactory) -> t
     from inspect_ai.solver import generate, prompt_template
 
     _register_provider()
-    rows = get_environment("gsm8k").rows[:N_PROBLEMS]
+    env = get_environment("gsm8k")
+    assert isinstance(env, DatasetEnvironment)
+    rows = env.rows[:N_PROBLEMS]
     samples = [Sample(id=i, input=r["question"], target=r["answer"].split("####")[-1].strip().replace(",", ""),
                       metadata={"row": i}) for i, r in enumerate(rows)]
     task = Task(dataset=MemoryDataset(samples, name="gsm8k"), solver=[prompt_template(TEMPLATE), generate()],
@@ -171,9 +174,17 @@ def test_compare_with_a_native_run_of_the_same_problems_finds_no_difference(insp
     native = {s["task_id"]: s["reward"] for s in _steps(store, "native")}
     theirs = {s["task_id"]: s["reward"] for s in _steps(store, imported.run_id)}
     assert native.keys() == theirs.keys()
-    per_task = {}
+    per_task: dict[str, dict[str, list[float]]] = {}
     for run in ("native", imported.run_id):
         for s in _steps(store, run):
             per_task.setdefault(s["task_id"], {}).setdefault(run, []).append(s["reward"])
     assert all(sum(v["native"]) == sum(v[imported.run_id]) for v in per_task.values()), per_task
 
+
+
+def test_the_cli_refuses_a_file_that_is_not_an_inspect_log_in_one_line(tmp_path):
+    bad = tmp_path / "notes.eval"
+    bad.write_text("not a log")
+    proc = nel("import", "inspect", str(bad), "--store", str(tmp_path / "nel.duckdb"), cwd=tmp_path)
+    assert proc.returncode == 2 and "notes.eval: not an inspect_ai .eval log (not a zip archive)" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1

@@ -170,7 +170,7 @@ class LogFile:
             for sample in read_eval_log_samples(str(self.path), all_samples_required=False):
                 done.add((sample.id, sample.epoch))
                 yield sample.model_dump(mode="json", exclude_none=True)
-        except Exception:  # noqa: BLE001  (any failure of the reader: the file format reader names the entry)
+        except Exception:
             if not self.is_zip:
                 raise UsageError(f"{self.path}: inspect_ai could not read this log's samples") from None
             yield from self._zip_samples(done)

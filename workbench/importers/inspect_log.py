@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -103,7 +102,8 @@ def _unpaired_id(sample: Mapping[str, Any], text: str | None, key: Any) -> str:
     return UNPAIRED_PREFIX + hashlib.sha256(orjson.dumps(content)).hexdigest()[:16]
 
 
-def _task(sample: Mapping[str, Any], key: Any, index: QuestionIndex, benchmark: str) -> tuple[dict[str, Any], str | None]:
+def _task(sample: Mapping[str, Any], key: Any, index: QuestionIndex,
+          benchmark: str) -> tuple[dict[str, Any], str | None]:
     text = input_text(sample)
     reason: str | None = None
     task_id = index.task_id(text) if text else None
@@ -135,7 +135,7 @@ def _scan(log: LogFile, benchmark: str) -> _Scan:
             scan.tasks[idx] = task
             if reason is not None:
                 scan.unpaired[reason] = scan.unpaired.get(reason, 0) + 1
-        epoch = sample.get("epoch") if isinstance(sample.get("epoch"), int) else 1
+        epoch = _epoch(sample)
         if (idx, epoch) in scan.seen:
             scan.n_duplicates += 1
             continue
@@ -145,6 +145,11 @@ def _scan(log: LogFile, benchmark: str) -> _Scan:
         if scan.scorer is None and isinstance(sample.get("scores"), dict) and sample["scores"]:
             scan.scorer = str(next(iter(sample["scores"])))
     return scan
+
+
+def _epoch(sample: Mapping[str, Any]) -> int:
+    epoch = sample.get("epoch")
+    return epoch if isinstance(epoch, int) and not isinstance(epoch, bool) else 1
 
 
 def _file_hash(path: Path) -> str:
@@ -228,7 +233,8 @@ def import_inspect(store: Path, path: Path, *, run_id: str | None = None, benchm
     logs = [LogFile(p, use_reader=use_reader) for p in find_logs(path)]
     results = []
     for log in logs:
-        name = run_id if run_id and len(logs) == 1 else (f"{run_id}-{id_slug(log.path.stem, 'log')}" if run_id else None)
+        name = run_id if run_id and len(logs) == 1 else (
+            f"{run_id}-{id_slug(log.path.stem, 'log')}" if run_id else None)
         results.append(_import_log(store, log, name, benchmark))
     return results
 
@@ -297,10 +303,11 @@ def _write(store: Path, log: LogFile, scan: _Scan, header: dict[str, Any], metri
         for position, sample in enumerate(log.samples()):
             if isinstance(sample, Skipped):
                 continue
-            idx = scan.keys.get(_key(sample, position))
-            epoch = sample.get("epoch") if isinstance(sample.get("epoch"), int) else 1
-            if idx is None or (idx, epoch) in written or (idx, epoch) not in scan.seen:
+            found = scan.keys.get(_key(sample, position))
+            epoch = _epoch(sample)
+            if found is None or (found, epoch) in written or (found, epoch) not in scan.seen:
                 continue
+            idx = found
             written.add((idx, epoch))
             k = idx // _SHARD_TASKS
             writer = writers.get(k) or open_shard(k)

@@ -148,7 +148,7 @@ def turns(messages: list[dict[str, Any]], events: Any) -> list[dict[str, Any]] |
         for call in message.get("tool_calls") or []:
             if not isinstance(call, dict):
                 continue
-            event = tool_events.get(call.get("id"), {})
+            event = tool_events.get(str(call.get("id")), {})
             result = results.get(call.get("id"), {})
             error = _obj(event.get("error") or result.get("error")).get("message")
             seconds = event.get("working_time")
