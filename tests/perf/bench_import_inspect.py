@@ -49,7 +49,8 @@ def write_log(path: Path, n_samples: int) -> None:
         for epoch in range(1, EPOCHS + 1):
             for sid in range(n_ids):
                 row = rows[sid % len(rows)]
-                question = row["question"] if sid < len(rows) else f"{row['question']} (variant {sid})"
+                words = row["question"].split(" ")  # a variant: the sample's number after the first word
+                question = row["question"] if sid < len(rows) else " ".join([words[0], str(sid), *words[1:]])
                 answer = row["answer"].split("####")[-1].strip()
                 reply = f"{row['answer']}\nANSWER: {answer}"
                 correct = (sid + epoch) % 3 != 0

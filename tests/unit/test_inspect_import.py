@@ -150,3 +150,25 @@ def re_escape(text: str) -> str:
     import re
 
     return re.escape(text)
+
+
+def test_samples_pair_with_nels_gsm8k_by_the_question_inside_their_template_once_each(tmp_path):
+    from workbench.environments import get_environment
+    from workbench.environments.dataset import DatasetEnvironment
+
+    env = get_environment("gsm8k")
+    assert isinstance(env, DatasetEnvironment)
+    question = env.rows[3]["question"]
+    wrapped = f"Solve this step by step.\n\n{question.upper()}\n\nANSWER: $ANSWER"
+    log = write_eval(tmp_path / "a.eval", [
+        {**_sample(1, 1, {"m": {"value": "C"}}), "input": [{"role": "system", "content": "be brief"},
+                                                         {"role": "user", "content": wrapped}]},
+        {**_sample(2, 1, {"m": {"value": "C"}}), "input": "  ".join(question.split())},
+        _sample(3, 1, {"m": {"value": "C"}})])
+    [result] = import_inspect(tmp_path / "s.duckdb", log, benchmark="gsm8k", use_reader=False)
+    ids = [r["task_id"] for r in open_store(tmp_path / "s.duckdb").dicts("SELECT task_id FROM steps ORDER BY task_idx")]
+    assert ids[0] == env.seed(3).task_id and result.metric == "numeric"
+    assert ids[1].startswith("inspect-") and ids[2].startswith("inspect-")
+    reasons = dict(result.unpaired_reasons)
+    assert reasons == {"its question is also that of sample 1 (nel's task is that sample's)": 1,
+                       "the input holds none of gsm8k's questions": 1}

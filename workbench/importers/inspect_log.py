@@ -3,8 +3,9 @@
 A log is read twice, one sample at a time (bounded memory): the first pass hashes the file (the run id and
 identity, so a re-import writes nothing), gives each sample its ``task_idx`` (in order of first appearance) and
 task id, and counts its epochs; the second writes the steps (``workbench.importers.inspect_sample``), in shards
-of ``_SHARD_TASKS`` tasks, each ingested once its last step is written. A sample entry that cannot be read is
-skipped and named; the rest imports.
+of ``_SHARD_TASKS`` tasks, each ingested once its last step is written, and every ``_INGEST_EVERY`` steps (inspect
+writes epoch by epoch, so no shard finishes before the last epoch: without it the last epoch would ingest the
+whole log at once). A sample entry that cannot be read is skipped and named; the rest imports.
 
 Task ids are nel's own where the sample's input holds a question of a benchmark nel knows (``QuestionIndex``:
 found inside inspect's template, normalised), else ``inspect-`` and a hash of the input and target: see
@@ -39,6 +40,8 @@ UNPAIRED_PREFIX = "inspect-"
 """Ids of samples nel does not know start with it; nel's own ids are bare hex digests, so the two never meet."""
 _BATCH_ROLL = 1024
 _SHARD_TASKS = 2048
+_INGEST_EVERY = 8192
+_BULK = True  # the merge's DuckDB budget: the lean ingest's 64 MB cannot checkpoint a 100,000-step run
 _SHOWN_SKIPS = 12
 _SHORT = 200
 
@@ -73,15 +76,18 @@ class InspectImportResult:
 @dataclass(slots=True)
 class _Scan:
     keys: dict[Any, int] = field(default_factory=dict)  # sample key -> task_idx
-    tasks: dict[int, dict[str, Any]] = field(default_factory=dict)  # task_idx -> tasks row (without run_id)
-    steps: dict[int, int] = field(default_factory=dict)  # task_idx -> epochs to write
-    seen: set[tuple[int, int]] = field(default_factory=set)
+    paired: dict[str, Any] = field(default_factory=dict)  # nel task id -> the sample key that has it
+    tasks: list[str] = field(default_factory=list)  # task_idx -> task id
+    epochs: dict[int, int] = field(default_factory=dict)  # task_idx -> its epochs, as bits (1 << epoch)
     n_repeats: int = 1
     n_duplicates: int = 0
     unpaired: dict[str, int] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
     n_skipped: int = 0
     scorer: str | None = None
+
+    def has(self, idx: int, epoch: int) -> bool:
+        return bool(self.epochs.get(idx, 0) >> epoch & 1)
 
     def skip(self, item: Skipped) -> None:
         self.n_skipped += 1
@@ -102,8 +108,8 @@ def _unpaired_id(sample: Mapping[str, Any], text: str | None, key: Any) -> str:
     return UNPAIRED_PREFIX + hashlib.sha256(orjson.dumps(content)).hexdigest()[:16]
 
 
-def _task(sample: Mapping[str, Any], key: Any, index: QuestionIndex,
-          benchmark: str) -> tuple[dict[str, Any], str | None]:
+def _pairing(sample: Mapping[str, Any], key: Any, index: QuestionIndex, benchmark: str) -> tuple[str, str | None]:
+    """The sample's task id, and why it is unpaired (``None``: it is nel's own)."""
     text = input_text(sample)
     reason: str | None = None
     task_id = index.task_id(text) if text else None
@@ -111,13 +117,16 @@ def _task(sample: Mapping[str, Any], key: Any, index: QuestionIndex,
         reason = "the sample has no input" if key[0] == "id" else "the sample has neither id nor input"
     elif task_id is None:
         reason = index.failure or f"the input holds none of {benchmark}'s questions"
-    elif key[0] != "id":
-        reason = None  # paired by its input: an id is not needed
+    return task_id or _unpaired_id(sample, text, key), reason
+
+
+def _task_row(sample: Mapping[str, Any], task_id: str, benchmark: str) -> dict[str, Any]:
+    """The ``tasks`` row of a sample: made again when its first step is written, so the import holds no prompt."""
     meta = {k: v for k, v in scrub(_obj(sample.get("metadata"))).items()
             if isinstance(v, bool | int | float) or (isinstance(v, str) and len(v) <= _SHORT)}
-    return {"task_id": task_id or _unpaired_id(sample, text, key), "benchmark": benchmark, "prompt": text or "",
+    return {"task_id": task_id, "benchmark": benchmark, "prompt": input_text(sample) or "",
             "expected_answer": target_text(sample),
-            "metadata": orjson.dumps({"inspect_id": sample.get("id"), **meta}).decode()}, reason
+            "metadata": orjson.dumps({"inspect_id": sample.get("id"), **meta}).decode()}
 
 
 def _scan(log: LogFile, benchmark: str) -> _Scan:
@@ -131,16 +140,20 @@ def _scan(log: LogFile, benchmark: str) -> _Scan:
         idx = scan.keys.get(key)
         if idx is None:
             idx = scan.keys[key] = len(scan.keys)
-            task, reason = _task(sample, key, index, benchmark)
-            scan.tasks[idx] = task
+            task_id, reason = _pairing(sample, key, index, benchmark)
+            if reason is None and scan.paired.setdefault(task_id, key) != key:
+                # a run holds each nel task once: a second sample with the same question keeps an id of its own
+                other = scan.paired[task_id][1]
+                reason = f"its question is also that of sample {other!r} (nel's task is that sample's)"
+                task_id = _unpaired_id(sample, input_text(sample), key)
+            scan.tasks.append(task_id)
             if reason is not None:
                 scan.unpaired[reason] = scan.unpaired.get(reason, 0) + 1
         epoch = _epoch(sample)
-        if (idx, epoch) in scan.seen:
+        if scan.has(idx, epoch):
             scan.n_duplicates += 1
             continue
-        scan.seen.add((idx, epoch))
-        scan.steps[idx] = scan.steps.get(idx, 0) + 1
+        scan.epochs[idx] = scan.epochs.get(idx, 0) | (1 << epoch)
         scan.n_repeats = max(scan.n_repeats, epoch)
         if scan.scorer is None and isinstance(sample.get("scores"), dict) and sample["scores"]:
             scan.scorer = str(next(iter(sample["scores"])))
@@ -149,7 +162,7 @@ def _scan(log: LogFile, benchmark: str) -> _Scan:
 
 def _epoch(sample: Mapping[str, Any]) -> int:
     epoch = sample.get("epoch")
-    return epoch if isinstance(epoch, int) and not isinstance(epoch, bool) else 1
+    return epoch if isinstance(epoch, int) and not isinstance(epoch, bool) and epoch >= 1 else 1
 
 
 def _file_hash(path: Path) -> str:
@@ -281,42 +294,43 @@ def _write(store: Path, log: LogFile, scan: _Scan, header: dict[str, Any], metri
     why = None if status == "success" else f"inspect_ai log status {status}: " + str(
         _obj(log.header.get("error")).get("message") or "the eval did not finish")
     left = [0] * n_shards
-    for idx, n in scan.steps.items():
-        left[idx // _SHARD_TASKS] += n
+    for idx, bits in scan.epochs.items():
+        left[idx // _SHARD_TASKS] += bin(bits).count("1")
     writers: dict[int, ShardWriter] = {}
-    written: set[tuple[int, int]] = set()
+    written: dict[int, int] = {}  # task_idx -> epochs written, as bits
     mtime = os.path.getmtime(log.path)
-    n_written = 0
+    n_written = n_steps = 0
 
     def open_shard(k: int) -> ShardWriter:
         writer = writers[k] = ShardWriter(store, run_id, k, roll_every=_BATCH_ROLL)
         start = k * _SHARD_TASKS
         end = min(start + _SHARD_TASKS, len(scan.tasks))
-        writer.begin(header, {"shard_idx": k, "total_shards": n_shards, "problem_start": start, "problem_end": end},
-                     [{"run_id": run_id, "task_idx": i, **scan.tasks[i]} for i in range(start, end)])
+        writer.begin(header, {"shard_idx": k, "total_shards": n_shards, "problem_start": start, "problem_end": end})
         return writer
 
     try:
-        for k in range(n_shards):  # shards whose tasks have no step to write still record their tasks
-            if left[k] == 0:
-                open_shard(k)
         for position, sample in enumerate(log.samples()):
             if isinstance(sample, Skipped):
                 continue
             found = scan.keys.get(_key(sample, position))
             epoch = _epoch(sample)
-            if found is None or (found, epoch) in written or (found, epoch) not in scan.seen:
+            if found is None or written.get(found, 0) >> epoch & 1 or not scan.has(found, epoch):
                 continue
             idx = found
-            written.add((idx, epoch))
             k = idx // _SHARD_TASKS
             writer = writers.get(k) or open_shard(k)
-            writer.append(step_row(sample, run_id=run_id, task=scan.tasks[idx], task_idx=idx, primary=metric,
-                                   started=mtime))
+            task = _task_row(sample, scan.tasks[idx], str(header["benchmark"]))
+            if idx not in written:
+                writer.add_task({"run_id": run_id, "task_idx": idx, **task})
+            written[idx] = written.get(idx, 0) | (1 << epoch)
+            writer.append(step_row(sample, run_id=run_id, task=task, task_idx=idx, primary=metric, started=mtime))
             left[k] -= 1
+            n_steps += 1
             if left[k] == 0:
                 n_written += _close(store, writers.pop(k), final, why)
-        for k in sorted(writers):  # shards without steps, or steps the second read did not find
+            elif n_steps % _INGEST_EVERY == 0:  # epoch-major logs finish no shard before their last epoch
+                ingest(store, bulk=_BULK)
+        for k in sorted(writers):  # steps the second read did not find (the file changed in between)
             n_written += _close(store, writers.pop(k), final if left[k] == 0 else RunStatus.INTERRUPTED,
                                 why if left[k] == 0 else f"{left[k]} steps were not found on the second read")
     except BaseException:
@@ -328,7 +342,7 @@ def _write(store: Path, log: LogFile, scan: _Scan, header: dict[str, Any], metri
 
 def _close(store: Path, writer: ShardWriter, status: RunStatus, why: str | None) -> int:
     writer.finish(status, why)
-    ingest(store, bulk=True)
+    ingest(store, bulk=_BULK)
     return writer.n_written
 
 
