@@ -282,6 +282,12 @@ def build_parser() -> argparse.ArgumentParser:
     lme.add_argument("--benchmark", metavar="NAME", help="the nel benchmark the documents are problems of (pairing)")
     _store_arg(lme)
     lme.set_defaults(func=_handler("import_lmeval", "cmd_import_lmeval"))
+    ins = imp_sub.add_parser("inspect", help="inspect_ai .eval/.json logs as runs (one per log; samples x epochs)")
+    ins.add_argument("log", metavar="LOG|DIR", help="an inspect_ai log, or a directory of them (recursively)")
+    ins.add_argument("--run-id", help="name the run (several logs: RUN_ID-FILE; default: from the content)")
+    ins.add_argument("--benchmark", metavar="NAME", help="the nel benchmark the samples are problems of (pairing)")
+    _store_arg(ins)
+    ins.set_defaults(func=_handler("import_inspect", "cmd_import_inspect"))
 
     cfg = sub.add_parser("config", help="the run specification (its JSON Schema, a config file checked) and the "
                          "persistent user defaults (show, set, unset)")

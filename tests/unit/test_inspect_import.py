@@ -1,0 +1,174 @@
+"""The inspect_ai log mapping, on small hand-written logs: scores, transcripts, failures, unpaired and damaged
+samples, bad input."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from workbench.errors import UsageError
+from workbench.importers.inspect_log import import_inspect
+from workbench.importers.inspect_sample import score_value
+from workbench.store import open_store
+
+SPEC = {"eval_id": "e1", "run_id": "r1", "created": "2026-01-01T00:00:00+00:00", "task": "arith",
+        "dataset": {"name": "arith", "samples": 4}, "model": "openai/gpt-x",
+        "model_base_url": "https://user:pw@example.com/v1?key=SECRET", "model_args": {"api_key": "sk-SECRET"},
+        "config": {"epochs": 2}, "packages": {"inspect_ai": "0.3.285"}}
+
+
+def _sample(sid: Any, epoch: int, scores: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"id": sid, "epoch": epoch, "input": f"What is {sid}?", "target": str(sid),
+            "messages": [{"role": "user", "content": f"What is {sid}?"},
+                         {"role": "assistant", "content": f"It is {sid}."}],
+            "output": {"choices": [{"stop_reason": "stop"}]}, "scores": scores,
+            "model_usage": {"m": {"input_tokens": 5, "output_tokens": 3, "total_tokens": 8}},
+            "total_time": 1.5, "working_time": 1.25, **extra}
+
+
+def write_eval(path: Path, samples: list[Any], *, version: int = 2, status: str = "success",
+               damaged: str | None = None) -> Path:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for n, sample in enumerate(samples):
+            zf.writestr(f"samples/{n}.json", orjson.dumps(sample))
+        if damaged:
+            zf.writestr(f"samples/{damaged}.json", b"{not json")
+        zf.writestr("header.json", orjson.dumps({"version": version, "status": status, "eval": SPEC,
+                                                 "plan": {"steps": []}, "results": None}))
+    return path
+
+
+def _steps(store: Path) -> dict[tuple[int, int], dict[str, Any]]:
+    rows = open_store(store).dicts("SELECT * FROM steps")
+    return {(r["task_idx"], r["repeat"]): r for r in rows}
+
+
+def test_letters_numbers_and_booleans_read_as_inspects_value_to_float():
+    assert [score_value(v) for v in ("C", "P", "I", "N", "yes", "false", "0.25", 3, True, [1], "x")] == \
+        [1.0, 0.5, 0.0, 0.0, 1.0, 0.0, 0.25, 3.0, 1.0, None, None]
+
+
+def test_every_score_is_kept_the_first_is_primary_and_dict_scores_flatten(tmp_path):
+    log = write_eval(tmp_path / "a.eval", [
+        _sample(1, 1, {"match": {"value": "C", "answer": "1", "explanation": "ok"},
+                       "rubric": {"value": {"style": 0.5, "facts": 1}}}),
+        _sample(1, 2, {"match": {"value": "I", "answer": "2"}, "rubric": {"value": {"style": 0, "facts": 0}}})])
+    [result] = import_inspect(tmp_path / "s.duckdb", log, use_reader=False)
+    steps = _steps(tmp_path / "s.duckdb")
+    first = steps[(0, 0)]
+    assert result.metric == "match" and (first["reward"], first["passed"]) == (1.0, True)
+    assert first["extracted_answer"] == "1" and orjson.loads(first["scoring_details"])["explanation"] == "ok"
+    assert set(orjson.loads(first["scores"])) == {"match", "rubric/style", "rubric/facts"}
+    assert orjson.loads(first["scores"])["rubric/style"]["reward"] == 0.5
+    assert (steps[(0, 1)]["reward"], steps[(0, 1)]["passed"]) == (0.0, False)
+    assert (first["prompt_tokens"], first["completion_tokens"], first["latency_ms"], first["model_ms"]) == \
+        (5, 3, 1500.0, 1250.0)
+    assert first["response"] == "It is 1." and orjson.loads(first["messages"]) == \
+        [{"role": "user", "content": "What is 1?"}]
+
+
+def test_errors_and_limits_become_failure_categories(tmp_path):
+    log = write_eval(tmp_path / "a.eval", [
+        _sample(1, 1, {}, error={"message": "Request timed out", "traceback": ""}),
+        _sample(2, 1, {"m": {"value": "I"}}, limit={"type": "token", "limit": 100}),
+        _sample(3, 1, {"m": {"value": "I"}}, limit={"type": "context", "limit": 8}),
+    ])
+    import_inspect(tmp_path / "s.duckdb", log, use_reader=False)
+    steps = _steps(tmp_path / "s.duckdb")
+    assert [(steps[(i, 0)]["failure_category"], steps[(i, 0)]["error"]) for i in range(3)] == [
+        ("timeout", "Request timed out"), ("max_turns_exhausted", "token limit of 100 reached"),
+        ("context_window", "context limit of 8 reached")]
+
+
+def test_tool_calls_go_to_the_transcript_and_turns(tmp_path):
+    messages = [{"role": "user", "content": "add 2 and 2"},
+                {"role": "assistant", "content": "", "tool_calls": [
+                    {"id": "c1", "function": "add", "arguments": {"a": 2, "b": 2}}]},
+                {"role": "tool", "content": "4", "tool_call_id": "c1", "function": "add"},
+                {"role": "assistant", "content": "4"}]
+    events = [{"event": "tool", "id": "c1", "function": "add", "result": "4", "working_time": 0.01}]
+    log = write_eval(tmp_path / "a.eval", [_sample(1, 1, {"m": {"value": "C"}}, messages=messages, events=events)])
+    import_inspect(tmp_path / "s.duckdb", log, use_reader=False)
+    step = _steps(tmp_path / "s.duckdb")[(0, 0)]
+    sent = orjson.loads(step["messages"])
+    assert sent[1]["tool_calls"][0]["function"] == {"name": "add", "arguments": '{"a":2,"b":2}'}
+    assert sent[2] == {"role": "tool", "content": "4", "tool_call_id": "c1"} and step["response"] == "4"
+    [turn, last] = orjson.loads(step["turns"])
+    assert turn["tool_calls"][0]["name"] == "add" and turn["tool_calls"][0]["output"] == "4"
+    assert turn["tool_calls"][0]["latency_ms"] == 10.0 and last["tool_calls"] == []
+
+
+def test_samples_without_id_or_input_and_damaged_entries_are_counted_never_dropped(tmp_path):
+    no_id = {k: v for k, v in _sample(7, 1, {"m": {"value": "C"}}).items() if k != "id"}
+    no_input = {**_sample(8, 1, {"m": {"value": "C"}}), "input": ""}
+    log = write_eval(tmp_path / "a.eval", [_sample(1, 1, {"m": {"value": "C"}}), no_id, no_input], damaged="bad")
+    [result] = import_inspect(tmp_path / "s.duckdb", log, use_reader=False)
+    assert result.n_tasks == 3 and result.n_steps == 3 and result.n_unpaired_tasks == 3
+    assert dict(result.unpaired_reasons)["the sample has no input"] == 1
+    assert result.n_skipped == 1 and result.skipped[0].startswith("a.eval:samples/bad.json: damaged entry")
+    ids = {r["task_id"] for r in _steps(tmp_path / "s.duckdb").values()}
+    assert all(i.startswith("inspect-") for i in ids) and len(ids) == 3
+
+
+def test_secrets_in_the_eval_spec_never_reach_the_store(tmp_path):
+    log = write_eval(tmp_path / "a.eval", [_sample(1, 1, {"m": {"value": "C"}})])
+    import_inspect(tmp_path / "s.duckdb", log, use_reader=False)
+    [row] = open_store(tmp_path / "s.duckdb").dicts("SELECT config::VARCHAR AS c, model_url FROM runs")
+    assert "SECRET" not in row["c"] and "pw" not in row["c"] and row["model_url"] == "https://example.com/v1"
+
+
+def test_a_log_that_did_not_finish_imports_its_samples_and_the_run_says_so(tmp_path):
+    log = write_eval(tmp_path / "a.eval", [_sample(1, 1, {"m": {"value": "C"}})], status="cancelled")
+    [result] = import_inspect(tmp_path / "s.duckdb", log, use_reader=False)
+    [run] = open_store(tmp_path / "s.duckdb").dicts("SELECT status, config->>'status' AS s FROM runs")
+    assert result.n_steps == 1 and run == {"status": "incomplete", "s": "cancelled"}
+    assert import_inspect(tmp_path / "s.duckdb", log, use_reader=False)[0].already_imported
+
+
+def test_a_newer_format_version_names_it_and_what_is_supported(tmp_path):
+    log = write_eval(tmp_path / "a.eval", [], version=3)
+    with pytest.raises(UsageError, match=r"a.eval: inspect_ai log format version 3; supported: versions 1 to 2"):
+        import_inspect(tmp_path / "s.duckdb", log)
+
+
+@pytest.mark.parametrize(("name", "content", "says"), [
+    ("x.eval", b"hello", "not an inspect_ai .eval log (not a zip archive)"),
+    ("x.json", b"[1, 2]", "not an inspect_ai log (no 'version' and 'eval' in its header)"),
+    ("x.json", b"{oops", "not an inspect_ai log (neither a zip archive nor JSON)"),
+])
+def test_a_file_that_is_not_an_inspect_log_says_what_it_is_not(tmp_path, name, content, says):
+    (tmp_path / name).write_bytes(content)
+    with pytest.raises(UsageError, match=re_escape(says)):
+        import_inspect(tmp_path / "s.duckdb", tmp_path / name)
+
+
+def re_escape(text: str) -> str:
+    import re
+
+    return re.escape(text)
+
+
+def test_samples_pair_with_nels_gsm8k_by_the_question_inside_their_template_once_each(tmp_path):
+    from workbench.environments import get_environment
+    from workbench.environments.dataset import DatasetEnvironment
+
+    env = get_environment("gsm8k")
+    assert isinstance(env, DatasetEnvironment)
+    question = env.rows[3]["question"]
+    wrapped = f"Solve this step by step.\n\n{question.upper()}\n\nANSWER: $ANSWER"
+    log = write_eval(tmp_path / "a.eval", [
+        {**_sample(1, 1, {"m": {"value": "C"}}), "input": [{"role": "system", "content": "be brief"},
+                                                         {"role": "user", "content": wrapped}]},
+        {**_sample(2, 1, {"m": {"value": "C"}}), "input": "  ".join(question.split())},
+        _sample(3, 1, {"m": {"value": "C"}})])
+    [result] = import_inspect(tmp_path / "s.duckdb", log, benchmark="gsm8k", use_reader=False)
+    ids = [r["task_id"] for r in open_store(tmp_path / "s.duckdb").dicts("SELECT task_id FROM steps ORDER BY task_idx")]
+    assert ids[0] == env.seed(3).task_id and result.metric == "numeric"
+    assert ids[1].startswith("inspect-") and ids[2].startswith("inspect-")
+    reasons = dict(result.unpaired_reasons)
+    assert reasons == {"its question is also that of sample 1 (nel's task is that sample's)": 1,
+                       "the input holds none of gsm8k's questions": 1}
