@@ -2,8 +2,8 @@
 inspect_ai against the mock model on loopback) becomes a run whose pass rate is inspect's accuracy exactly and whose
 samples pair, task by task, with a native ``nel eval run -b gsm8k`` of the same problems against the same mock.
 
-inspect_ai's ``openai-api`` provider needs the ``openai`` package, which is not installed here; the test registers a
-small chat-completions provider of its own (``nelmock``) that, like ``openai-api``, sends neither a seed nor nel's
+inspect_ai talks to the mock through its own ``openai-api`` provider (the ``openai`` package, in the ``[inspect]``
+extra), with ``NELMOCK_BASE_URL`` / ``NELMOCK_API_KEY`` as that provider reads them. It sends neither a seed nor nel's
 attempt header, so the mock samples inspect's epochs as it samples any harness's repeats.
 """
 
@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import orjson
 import pytest
 from nel_helpers import assert_ok, eval_args, nel
@@ -58,39 +57,6 @@ def final_number() -> Any:
     return build()
 
 
-def _register_provider() -> None:
-    from inspect_ai.model import (
-        ChatCompletionChoice,
-        ChatMessageAssistant,
-        GenerateConfig,
-        ModelAPI,
-        ModelOutput,
-        ModelUsage,
-        modelapi,
-    )
-
-    @modelapi(name="nelmock")
-    class ChatCompletions(ModelAPI):
-        def __init__(self, model_name: str, base_url: str | None = None, api_key: str | None = None,
-                     api_key_vars: list[str] | None = None, config: GenerateConfig | None = None,
-                     **_: Any) -> None:
-            super().__init__(model_name, base_url, api_key, ["NELMOCK_API_KEY"], config or GenerateConfig())
-
-        async def generate(self, input: Any, tools: Any, tool_choice: Any, config: GenerateConfig) -> ModelOutput:
-            body = {"model": self.model_name, "messages": [{"role": m.role, "content": m.text} for m in input]}
-            async with httpx.AsyncClient(timeout=30) as client:
-                resp = await client.post(f"{self.base_url}/chat/completions", json=body)
-            resp.raise_for_status()
-            data = resp.json()
-            usage = data["usage"]
-            message = ChatMessageAssistant(content=data["choices"][0]["message"]["content"] or "",
-                                           model=self.model_name, source="generate")
-            return ModelOutput(model=data["model"], choices=[ChatCompletionChoice(message=message, stop_reason="stop")],
-                               usage=ModelUsage(input_tokens=usage["prompt_tokens"],
-                                                output_tokens=usage["completion_tokens"],
-                                                total_tokens=usage["total_tokens"]))
-
-
 @pytest.fixture(scope="module")
 def mock() -> Iterator[MockHandle]:
     """A mock of this module's own: its per-prompt attempt counters start with inspect's epochs."""
@@ -106,7 +72,6 @@ def inspect_log(mock: MockHandle, tmp_path_factory: pytest.TempPathFactory) -> t
     from inspect_ai.dataset import MemoryDataset, Sample
     from inspect_ai.solver import generate, prompt_template
 
-    _register_provider()
     env = get_environment("gsm8k")
     assert isinstance(env, DatasetEnvironment)
     rows = env.rows[:N_PROBLEMS]
@@ -115,8 +80,11 @@ def inspect_log(mock: MockHandle, tmp_path_factory: pytest.TempPathFactory) -> t
     task = Task(dataset=MemoryDataset(samples, name="gsm8k"), solver=[prompt_template(TEMPLATE), generate()],
                 scorer=final_number(), epochs=EPOCHS, name="gsm8k")
     log_dir = tmp_path_factory.mktemp("inspect-logs")
-    [log] = inspect_eval(task, model="nelmock/nel-mock", model_base_url=mock.base_url, display="none",
-                         log_dir=str(log_dir), max_connections=4)
+    with pytest.MonkeyPatch.context() as env_vars:
+        env_vars.setenv("NELMOCK_BASE_URL", mock.base_url)
+        env_vars.setenv("NELMOCK_API_KEY", "sk-not-a-real-key")
+        [log] = inspect_eval(task, model="openai-api/nelmock/nel-mock", display="none", log_dir=str(log_dir),
+                             max_connections=4)
     assert log.status == "success", log.error
     return Path(log.location), log
 

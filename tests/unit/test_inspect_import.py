@@ -171,4 +171,4 @@ def test_samples_pair_with_nels_gsm8k_by_the_question_inside_their_template_once
     assert ids[1].startswith("inspect-") and ids[2].startswith("inspect-")
     reasons = dict(result.unpaired_reasons)
     assert reasons == {"its question is also that of sample 1 (nel's task is that sample's)": 1,
-                       "the input holds none of gsm8k's questions": 1}
+                       "the prompt is none of gsm8k's problems": 1}

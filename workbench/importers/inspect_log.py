@@ -26,12 +26,11 @@ import orjson
 
 from workbench import __version__
 from workbench.engine.identity import identity_hash
+from workbench.environments.question_index import QuestionIndex, normalise
 from workbench.gym.importer import already_imported, id_slug, scrub, stored_run
 from workbench.gym.pairing import benchmark_metric, known_benchmark
 from workbench.importers.inspect_files import LogFile, Skipped, find_logs
 from workbench.importers.inspect_sample import input_text, step_row, target_text
-from workbench.importers.lmeval import normalise
-from workbench.importers.question_index import QuestionIndex
 from workbench.store.ingest import ingest
 from workbench.store.writer import ShardWriter
 from workbench.types import RunStatus
@@ -111,13 +110,11 @@ def _unpaired_id(sample: Mapping[str, Any], text: str | None, key: Any) -> str:
 def _pairing(sample: Mapping[str, Any], key: Any, index: QuestionIndex, benchmark: str) -> tuple[str, str | None]:
     """The sample's task id, and why it is unpaired (``None``: it is nel's own)."""
     text = input_text(sample)
-    reason: str | None = None
-    task_id = index.task_id(text) if text else None
     if not text:
         reason = "the sample has no input" if key[0] == "id" else "the sample has neither id nor input"
-    elif task_id is None:
-        reason = index.failure or f"the input holds none of {benchmark}'s questions"
-    return task_id or _unpaired_id(sample, text, key), reason
+        return _unpaired_id(sample, text, key), reason
+    match = index.find(text, expected=target_text(sample))
+    return match.task_id or _unpaired_id(sample, text, key), match.reason
 
 
 def _task_row(sample: Mapping[str, Any], task_id: str, benchmark: str) -> dict[str, Any]:
