@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import starmap
 from typing import Any
 
 import numpy as np
@@ -223,11 +224,14 @@ def compare_runs(
     n_resamples: int = N_RESAMPLES,
     confidence: float = 0.95,
     other_metrics: Sequence[tuple[RunData, RunData]] = (),
+    pass_at_k: bool = True,
 ) -> Comparison:
     """Compare ``candidate`` with ``baseline`` on their metric (both must carry the same one).
 
     ``other_metrics`` are more (baseline, candidate) loads of the same two runs for other metrics:
-    they are compared too and reported, but the verdict is about the first metric only.
+    they are compared too and reported, but the verdict is about the first metric only. ``pass_at_k=False``
+    leaves out the paired pass@k of every k (regression.json's; a front end that shows none of them saves
+    a comparison per k).
 
     Raises:
         ValueError: when the two sides carry different metrics, or ``max_drop`` is outside [0, 1].
@@ -264,7 +268,7 @@ def compare_runs(
         verdict=verdict_, reasons=reasons, warnings=_warnings(baseline, candidate),
         collapsed=collapsed_categories(categories, max_drop) if score.n_tasks else (),
         pass_at_k=pass_at_k_deltas(paired, b_tasks, c_tasks, max_drop=max_drop, seed=seed, n_resamples=n_resamples,
-                                   confidence=confidence),
+                                   confidence=confidence) if pass_at_k else (),
     )
 
 
@@ -296,13 +300,28 @@ def pass_at_k_deltas(paired: pl.DataFrame, baseline_tasks: pl.DataFrame, candida
     return tuple(out)
 
 
+_SCORES_KEPT = 4
+_scores_cache: list[tuple[RunData, pl.DataFrame]] = []
+
+
 def task_scores(run: RunData) -> pl.DataFrame:
     """One row per attempted task: ``task_id``, ``task_idx``, ``n``, ``n_pass``, ``n_error``, ``score`` (the
     mean reward over its attempts, an errored attempt counting 0) and ``category`` when the run has one.
 
     Two problems with identical content share a ``task_id``; they become one task (its attempts pooled),
-    since pairing by content cannot tell them apart.
+    since pairing by content cannot tell them apart. The last few runs' frames are kept (by identity: a
+    ``RunData`` is immutable), so a comparison and the attribution beside it aggregate each run once.
     """
+    for seen, frame in _scores_cache:
+        if seen is run:
+            return frame
+    frame = _task_scores(run)
+    _scores_cache.insert(0, (run, frame))
+    del _scores_cache[_SCORES_KEPT:]
+    return frame
+
+
+def _task_scores(run: RunData) -> pl.DataFrame:
     a = run.attempts
     reward = pl.when(pl.col("error")).then(0.0).otherwise(pl.col("reward").fill_null(0.0))
     aggs = [
@@ -460,10 +479,9 @@ def flips(paired: pl.DataFrame) -> Flips:
     improve = moved.filter(pl.col("delta") > 0).sort([pl.col("delta"), pl.col("task_idx_b")],
                                                       descending=[True, False])
     same = moved.filter(pl.col("delta") == 0)
-    has_cat = CATEGORY in paired.columns
     return Flips(
-        regressions=tuple(_flip(r, has_cat) for r in regress.iter_rows(named=True)),
-        improvements=tuple(_flip(r, has_cat) for r in improve.iter_rows(named=True)),
+        regressions=_flips(regress),
+        improvements=_flips(improve),
         n_unchanged=len(same),
         n_stable_correct=int((same["score_b"] >= 1.0).sum()),
         n_stable_wrong=int((same["score_b"] == 0).sum()),
@@ -597,15 +615,14 @@ def _runtime(attempts: pl.DataFrame) -> dict[str, float]:
     }
 
 
-def _flip(row: dict, has_category: bool) -> Flip:
-    return Flip(
-        task_id=str(row["task_id"]), task_idx=int(row["task_idx_b"]),
-        category=row[CATEGORY] if has_category else None,
-        baseline_score=float(row["score_b"]), candidate_score=float(row["score_c"]),
-        baseline_passes=int(row["n_pass_b"]), baseline_attempts=int(row["n_b"]), baseline_errors=int(row["n_error_b"]),
-        candidate_passes=int(row["n_pass_c"]), candidate_attempts=int(row["n_c"]),
-        candidate_errors=int(row["n_error_c"]),
-    )
+def _flips(frame: pl.DataFrame) -> tuple[Flip, ...]:
+    """One ``Flip`` per row, built column-wise (tens of thousands of flips: no dict per row)."""
+    category = (frame[CATEGORY].cast(pl.Utf8) if CATEGORY in frame.columns
+                else pl.Series([None] * frame.height, dtype=pl.Utf8))
+    columns = (frame["task_id"].cast(pl.Utf8), frame["task_idx_b"].cast(pl.Int64), category,
+               frame["score_b"].cast(pl.Float64), frame["score_c"].cast(pl.Float64),
+               *(frame[c].cast(pl.Int64) for c in ("n_pass_b", "n_b", "n_error_b", "n_pass_c", "n_c", "n_error_c")))
+    return tuple(starmap(Flip, zip(*(c.to_list() for c in columns), strict=True)))
 
 
 def _warnings(baseline: RunData, candidate: RunData) -> tuple[str, ...]:
