@@ -87,7 +87,7 @@ def diagnose_runs(store: Store, baseline: str, candidate: str, *, top: int = 5) 
     from workbench.analysis.diagnosis.api import diagnose
     from workbench.analysis.diagnosis.evidence import StoreEvidence
 
-    base, cand = _load_pair(store, baseline, candidate, "diagnose")
+    base, cand = _load_pair(store, baseline, candidate, "diagnose", parallel=True)
     return diagnose(base, cand, top=top, evidence_baseline=StoreEvidence(store, baseline, metric=base.metric),
                     evidence_candidate=StoreEvidence(store, candidate, metric=base.metric))
 
