@@ -155,9 +155,9 @@ def _task_shifts(paired: pl.DataFrame, columns: Sequence[str]) -> tuple[TaskShif
     col |= {n: paired[n].cast(pl.Utf8).to_list() for n in ("task_id", "bucket_a", "bucket_b")}
     slices = paired.select(*columns).to_dicts() if columns else [{} for _ in range(paired.height)]
     return tuple(map(  # TaskShift's fields, in order
-        TaskShift, col["task_id"], col["task_idx_a"], col["task_idx_b"], slices, col["n_pass_a"], col["n_a"], col["n_pass_b"],
-        col["n_b"], col["p_a"], col["p_b"], col["contribution"], col["bucket_a"], col["bucket_b"], col["n_error_a"],
-        col["n_error_b"], col["p_value"]))
+        TaskShift, col["task_id"], col["task_idx_a"], col["task_idx_b"], slices, col["n_pass_a"], col["n_a"],
+        col["n_pass_b"], col["n_b"], col["p_a"], col["p_b"], col["contribution"], col["bucket_a"], col["bucket_b"],
+        col["n_error_a"], col["n_error_b"], col["p_value"]))
 
 
 def _slice_shifts(paired: pl.DataFrame, columns: Sequence[str]) -> tuple[SliceShift, ...]:
