@@ -8,8 +8,8 @@ DuckDB (no model needed). Then times, in this process, best of three:
      Wilcoxon, the sign-flip permutation test (10,000 flips), Mann-Whitney U, power, categories, runtime,
      flips and the verdict;
   3. their sum (target < 2 s);
-  4. the TUI compare screen's worker, ``run_comparison`` (both runs in one store, read at once; target <= 1 s at
-     50,000 tasks: pass --tasks 50000 --repeats 5).
+  4. the TUI compare screen's worker, ``run_comparison``, and its findings screen's, ``diagnose_runs`` (both runs
+     in one store; target <= 1 s each at 50,000 tasks: pass --tasks 50000 --repeats 5).
 The imports (scipy.stats among them, most of a second) are reported apart, and so is the wall time of the
 whole `nel compare` process, imports included. Pass --tasks N / --repeats R for another size.
 """
@@ -134,6 +134,15 @@ def main() -> None:
         print(f"the TUI's compare (run_comparison: both runs read at once, the statistics the screen shows, the "
               f"attribution): {min(timings):.3f} s, best of 3 (target <= 1 s; load average "
               f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
+        from workbench.analysis.triage.compare import diagnose_runs
+
+        timings = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            diagnose_runs(store, "base", "cand")
+            timings.append(time.perf_counter() - t0)
+        print(f"the TUI's findings (diagnose_runs: the diagnosis with evidence from the store): {min(timings):.3f} s, "
+              f"best of 3 (target <= 1 s; load average {os.getloadavg()[0]:.1f})")
         start = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True)
         wall = time.perf_counter() - start
