@@ -8,8 +8,9 @@ filter is the primary: ``reward`` and ``passed``). lm-eval scores a document, no
 the document's scores: the mean over steps is lm-eval's own accuracy.
 
 The samples file is read twice, line by line (bounded memory): a first pass hashes the content (the run id and
-identity, so a re-import writes nothing), learns each document's scores under every filter and its task id; the
-second writes steps. A damaged line is skipped and named (``file:line``); the rest imports.
+identity, so a re-import writes nothing) and learns each document's scores under every filter (a few bytes per
+document: ``_Scan``); the second derives each document's task id and writes its steps, ingesting shard by shard under
+``IMPORT_MEMORY_LIMIT``. A damaged line is skipped and named (``file:line``); the rest imports.
 
 Task ids are nel's own where the document is a problem of a benchmark nel knows (``TaskIndex``), else
 ``lmeval-`` and a hash of the document: see ``docs/lm-eval-import.md``.
@@ -173,6 +174,11 @@ def _score(value: Any) -> float | None:
 _NAN = float("nan")
 
 
+def _grown(size: int, doc_id: int) -> int:
+    """An array's new length to hold ``doc_id``: doubled (appends stay cheap), never past ``MAX_DOC_ID``."""
+    return min(MAX_DOC_ID, max(doc_id + 1, 2 * size))
+
+
 @dataclass(slots=True)
 class _Scan:
     """What the first pass learns, kept in arrays indexed by ``doc_id`` rather than a dict per document.
@@ -205,7 +211,7 @@ class _Scan:
 
     def add_doc(self, doc_id: int, unpaired: bool) -> None:
         if doc_id >= len(self.seen):
-            self.seen.extend(bytes(max(doc_id + 1, 2 * len(self.seen)) - len(self.seen)))
+            self.seen.extend(bytes(_grown(len(self.seen), doc_id) - len(self.seen)))
         self.seen[doc_id] = 1
         self.n_tasks += 1
         self.n_unpaired += unpaired
@@ -216,7 +222,7 @@ class _Scan:
         if values is None:
             values = self.scores[key] = array("d")
         if doc_id >= len(values):
-            values.extend(itertools.repeat(_NAN, max(doc_id + 1, 2 * len(values)) - len(values)))
+            values.extend(itertools.repeat(_NAN, _grown(len(values), doc_id) - len(values)))
         values[doc_id] = value
 
     def doc_scores(self, doc_id: int) -> dict[str, float]:
