@@ -19,6 +19,7 @@ import pytest
 from nel_helpers import assert_ok, assert_one_line_error, eval_args, nel
 from test_lmeval_oracle import FIXTURES, N_DOCS, PRIMARY, TASK, mock, offline_env  # noqa: F401  (fixtures)
 
+from workbench.importers import lmeval
 from workbench.importers.lmeval import import_lmeval
 from workbench.mock.process import MockHandle
 from workbench.store import open_store
@@ -176,8 +177,11 @@ class TestBadInput:
         assert "not an lm-evaluation-harness results file (no 'results' and 'configs' objects)" in line
 
 
-def test_a_large_output_is_written_and_ingested_shard_by_shard_into_one_complete_run(lm_eval_output, tmp_path):
-    """5,000 documents (lm-eval's own lines, each made a document of its own): more than one shard of 2,048."""
+def test_a_large_output_is_written_and_ingested_shard_by_shard_into_one_complete_run(lm_eval_output, tmp_path,
+                                                                                     monkeypatch):
+    """5,000 documents (lm-eval's own lines, each made a document of its own) in shards of 2,048 (8,192 outside
+    tests: fewer, larger ingests are faster, at the same peak RSS): three shards, one run."""
+    monkeypatch.setattr(lmeval, "_SHARD_DOCS", 2048)
     out = _copy(lm_eval_output[0], tmp_path / "out")
     samples = _samples_file(out)
     lines = [orjson.loads(line) for line in samples.read_bytes().splitlines()]
@@ -191,7 +195,8 @@ def test_a_large_output_is_written_and_ingested_shard_by_shard_into_one_complete
     (result,) = import_lmeval(tmp_path / "nel.duckdb", out)
     store = open_store(tmp_path / "nel.duckdb")
     assert (result.n_tasks, result.n_steps) == (5000, 5000)
-    assert store.rows("SELECT status, n_tasks FROM runs WHERE run_id = ?", [result.run_id]) == [("complete", 5000)]
+    assert store.rows("SELECT status, n_tasks, total_shards FROM runs WHERE run_id = ?", [result.run_id]) == [
+        ("complete", 5000, 3)]
     assert store.rows("SELECT count(DISTINCT task_id) FROM run_tasks WHERE run_id = ?", [result.run_id]) == [(5000,)]
 
 

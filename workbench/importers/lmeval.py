@@ -48,7 +48,7 @@ from workbench.types import RunStatus
 UNPAIRED_PREFIX = "lmeval-"
 """Ids of documents nel does not know start with it; nel's own ids are bare hex digests, so the two never meet."""
 _BATCH_ROLL = 1024  # the engine's own: a journal of wide steps rolls within the roller's 64 MB
-_SHARD_DOCS = 2048
+_SHARD_DOCS = 8192
 MAX_DOC_ID = 1 << 22
 """lm-eval numbers a task's documents from 0; the import keeps a few bytes per id up to the largest (bounded)."""
 _SHOWN_SKIPS = 12

@@ -200,7 +200,7 @@ def _ingest_segments_in_batches(store: Path, sources: list[Path] | None, budget:
     done: set[Path] = set()
     added = 0
     shards = [shard for shard in _snapshot(store, sources).shards if shard.segments]
-    keep = len(shards) == 1 and not budget
+    keep = len(shards) == 1  # its budget is the final connection's too (a bulk one keeps the merge's)
     for shard in shards:
         con = connect_rw(store, **budget)
         try:
