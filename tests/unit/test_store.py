@@ -432,12 +432,13 @@ def test_an_importers_ingest_keeps_its_own_memory_budget_on_every_connection(tmp
 
     monkeypatch.setattr(module, "connect_rw", spy)
     store = tmp_path / "nel.duckdb"
-    w = writer(store, roll_every=2)
-    for idx in range(3):
-        w.append(step(idx, 0))
-    w.finish("complete")
-    assert ingest(store, bulk=True, memory_limit=module.IMPORT_MEMORY_LIMIT).steps_added == 3
-    assert len(budgets) == 2 and all(b == budgets[0] for b in budgets), "the shard's copy and the final connection"
+    for shard in range(2):
+        w = writer(store, n_tasks=6, roll_every=2, shard=shard, total=2)
+        for idx in range(3 * shard, 3 * shard + 3):
+            w.append(step(idx, 0, shard=shard))
+        w.finish("complete")
+    assert ingest(store, bulk=True, memory_limit=module.IMPORT_MEMORY_LIMIT).steps_added == 6
+    assert len(budgets) == 3 and all(b == budgets[0] for b in budgets), "each shard's copy and the final connection"
     assert budgets[0] == ("122.0 MiB", 2), "128 MB (DuckDB shows MiB), two threads"
     with pytest.raises(ValueError, match="bulk"):
         ingest(store, memory_limit="128MB")
