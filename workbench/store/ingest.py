@@ -106,9 +106,9 @@ def _insert_rows(con: duckdb.DuckDBPyConnection, table: str, columns: tuple[str,
 
 IMPORT_MEMORY_LIMIT = "128MB"
 """The budget of an importer's ingest (``nel import``), which copies one shard of a few thousand steps at a time
-while the importer itself holds ~130 MB: under it a 100,000-document import peaks at ~260 MB of RSS where the
-merge's 512 MB let it reach ~390 MB, at the same speed (96 MB: ~220 MB; the lean 64 MB cannot checkpoint the tasks
-of a 100,000-task run)."""
+while the importer itself holds ~130 MB: under it a 100,000-document lm-eval import peaks at ~245 MB of RSS where
+the merge's 512 MB let it reach ~385 MB, at the same speed (tests/perf/bench_import_lmeval.py; 96 MB: ~220 MB; the
+lean 64 MB cannot checkpoint the tasks of a 100,000-task run)."""
 
 
 def ingest(store: Path, sources: list[Path] | None = None, *, bulk: bool = False,
@@ -188,8 +188,8 @@ def _insert_steps_from(con: duckdb.DuckDBPyConnection, select: str | None) -> in
 def _ingest_segments_in_batches(store: Path, sources: list[Path] | None, budget: dict[str, Any]
                                 ) -> tuple[set[Path], int, duckdb.DuckDBPyConnection | None]:
     """Insert the steps of every Parquet segment present now; return those done, the rows added and, for the
-    lean end-of-run ingest of a single shard, the connection it used, still open (opening the file again
-    would cost as much as the copy itself).
+    ingest of a single shard, the connection it used, still open (opening the file again would cost as much as
+    the copy itself; its budget is the final connection's).
 
     A shard none of whose steps are in the store yet (the common case: a merge after the shards
     finished) is copied in whole, in one transaction, with no anti-join against the growing steps
