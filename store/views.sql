@@ -124,8 +124,19 @@ SELECT
     END AS bucket
 FROM wilson;
 
--- One row per run: coverage, pass@1 with a 95 % interval (and its method), task buckets, errors, tokens
--- and latency percentiles.
+-- Which harness produced a run, from the `source` its importer wrote into the run's identity: `gym` (nemo_gym:
+-- nel import gym), `lm-eval` (lm_eval: nel import lm-eval), `inspect` (inspect_ai: nel import inspect); a run nel
+-- ran itself has none: `nel`. A source this nel does not know reads as written. The one place this is derived.
+CREATE OR REPLACE MACRO run_source(identity) AS
+    CASE json_extract_string(identity, '$.source')
+        WHEN 'nemo_gym' THEN 'gym'
+        WHEN 'lm_eval' THEN 'lm-eval'
+        WHEN 'inspect_ai' THEN 'inspect'
+        ELSE coalesce(json_extract_string(identity, '$.source'), 'nel')
+    END;
+
+-- One row per run: its source (run_source above), coverage, pass@1 with a 95 % interval (and its method), task
+-- buckets, errors, tokens and latency percentiles.
 CREATE OR REPLACE VIEW run_metrics AS
 WITH per_run_tasks AS (
     SELECT
@@ -162,7 +173,7 @@ WITH per_run_tasks AS (
     GROUP BY run_id
 )
 SELECT
-    r.run_id, r.benchmark, r.model_id, r.status, r.n_repeats,
+    r.run_id, run_source(r.identity) AS source, r.benchmark, r.model_id, r.status, r.n_repeats,
     t.n_tasks, t.n_tasks_attempted,
     coalesce(s.n_steps, 0)                   AS n_steps,
     t.n_tasks * r.n_repeats                  AS n_steps_expected,

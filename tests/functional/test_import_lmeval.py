@@ -19,6 +19,7 @@ import pytest
 from nel_helpers import assert_ok, assert_one_line_error, eval_args, nel
 from test_lmeval_oracle import FIXTURES, N_DOCS, PRIMARY, TASK, mock, offline_env  # noqa: F401  (fixtures)
 
+from workbench.importers import lmeval
 from workbench.importers.lmeval import import_lmeval
 from workbench.mock.process import MockHandle
 from workbench.store import open_store
@@ -176,8 +177,11 @@ class TestBadInput:
         assert "not an lm-evaluation-harness results file (no 'results' and 'configs' objects)" in line
 
 
-def test_a_large_output_is_written_and_ingested_shard_by_shard_into_one_complete_run(lm_eval_output, tmp_path):
-    """5,000 documents (lm-eval's own lines, each made a document of its own): more than one shard of 2,048."""
+def test_a_large_output_is_written_and_ingested_shard_by_shard_into_one_complete_run(lm_eval_output, tmp_path,
+                                                                                     monkeypatch):
+    """5,000 documents (lm-eval's own lines, each made a document of its own) in shards of 2,048 (8,192 outside
+    tests: fewer, larger ingests are faster, at the same peak RSS): three shards, one run."""
+    monkeypatch.setattr(lmeval, "_SHARD_DOCS", 2048)
     out = _copy(lm_eval_output[0], tmp_path / "out")
     samples = _samples_file(out)
     lines = [orjson.loads(line) for line in samples.read_bytes().splitlines()]
@@ -191,7 +195,8 @@ def test_a_large_output_is_written_and_ingested_shard_by_shard_into_one_complete
     (result,) = import_lmeval(tmp_path / "nel.duckdb", out)
     store = open_store(tmp_path / "nel.duckdb")
     assert (result.n_tasks, result.n_steps) == (5000, 5000)
-    assert store.rows("SELECT status, n_tasks FROM runs WHERE run_id = ?", [result.run_id]) == [("complete", 5000)]
+    assert store.rows("SELECT status, n_tasks, total_shards FROM runs WHERE run_id = ?", [result.run_id]) == [
+        ("complete", 5000, 3)]
     assert store.rows("SELECT count(DISTINCT task_id) FROM run_tasks WHERE run_id = ?", [result.run_id]) == [(5000,)]
 
 
@@ -223,3 +228,26 @@ def test_each_repeat_is_a_step_carrying_its_documents_scores(lm_eval_output, tmp
     assert "documents  30, 3 repeat(s) each, 90 steps written" in text
     assert [s[1] for s in steps[:3]] == [0, 1, 2] and len({s[2] for s in steps[:3]}) == 1
     assert sum(bool(s[2]) for s in steps) / len(steps) == results["results"][TASK][PRIMARY]
+
+
+def test_sparse_document_ids_keep_each_documents_scores_under_every_filter(lm_eval_output, tmp_path):
+    """The first pass keeps scores in arrays indexed by doc_id: ids far apart, and a score only one filter has,
+    reach the right steps; an id out of range is named and skipped, not imported under another document."""
+    out = _copy(lm_eval_output[0], tmp_path / "out")
+    samples = _samples_file(out)
+    _rewrite(samples, lambda r: {**r, "doc_id": r["doc_id"] * 3000 + 7,
+                                 "exact_match": float(r["doc_id"] % 2 == 0) if r["filter"] == "final-answer"
+                                 else float(r["doc_id"] % 3 == 0)})
+    bad = {**orjson.loads(samples.read_bytes().splitlines()[0]), "doc_id": 1 << 22}
+    samples.write_bytes(samples.read_bytes() + orjson.dumps(bad) + b"\n")
+    (result,) = import_lmeval(tmp_path / "nel.duckdb", out)
+    assert (result.n_tasks, result.n_skipped) == (N_DOCS, 1)
+    assert result.skipped == (f"{samples.name}:{2 * N_DOCS + 1}: doc_id 4194304 out of range (0 to 4,194,303)",)
+    steps = _steps(tmp_path / "nel.duckdb", result.run_id)
+    assert [s[0] for s in steps] == [d * 3000 + 7 for d in range(N_DOCS)]
+    for task_idx, _, passed, reward, scores, _ in steps:
+        doc = (task_idx - 7) // 3000
+        got = {k: v["reward"] for k, v in orjson.loads(scores).items()}
+        assert got == {"exact_match,final-answer": float(doc % 2 == 0),
+                       "exact_match,flexible-extract": float(doc % 3 == 0)}
+        assert (reward, passed) == (float(doc % 2 == 0), doc % 2 == 0)

@@ -414,3 +414,31 @@ def test_a_merge_memory_budget_that_is_not_a_size_is_named(tmp_path, monkeypatch
     monkeypatch.setenv("NEL_MERGE_MEMORY", "lots")
     with pytest.raises(UsageError, match="NEL_MERGE_MEMORY"):
         ingest(tmp_path / "nel.duckdb", bulk=True)
+
+
+def test_an_importers_ingest_keeps_its_own_memory_budget_on_every_connection(tmp_path, monkeypatch):
+    """``nel import`` ingests shard by shard under IMPORT_MEMORY_LIMIT, the final connection (tasks, runs) too: the
+    merge's 512 MB let a 100,000-document import reach ~390 MB of RSS."""
+    import sys
+
+    module = sys.modules["workbench.store.ingest"]
+    budgets: list[tuple[str, int]] = []
+    real = module.connect_rw
+
+    def spy(path, **budget):  # type: ignore[no-untyped-def]
+        con = real(path, **budget)
+        budgets.append((con.execute("SELECT current_setting('memory_limit')").fetchone()[0], budget["threads"]))
+        return con
+
+    monkeypatch.setattr(module, "connect_rw", spy)
+    store = tmp_path / "nel.duckdb"
+    for shard in range(2):
+        w = writer(store, n_tasks=6, roll_every=2, shard=shard, total=2)
+        for idx in range(3 * shard, 3 * shard + 3):
+            w.append(step(idx, 0, shard=shard))
+        w.finish("complete")
+    assert ingest(store, bulk=True, memory_limit=module.IMPORT_MEMORY_LIMIT).steps_added == 6
+    assert len(budgets) == 3 and all(b == budgets[0] for b in budgets), "each shard's copy and the final connection"
+    assert budgets[0] == ("122.0 MiB", 2), "128 MB (DuckDB shows MiB), two threads"
+    with pytest.raises(ValueError, match="bulk"):
+        ingest(store, memory_limit="128MB")

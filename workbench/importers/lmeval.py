@@ -8,8 +8,9 @@ filter is the primary: ``reward`` and ``passed``). lm-eval scores a document, no
 the document's scores: the mean over steps is lm-eval's own accuracy.
 
 The samples file is read twice, line by line (bounded memory): a first pass hashes the content (the run id and
-identity, so a re-import writes nothing), learns each document's scores under every filter and its task id; the
-second writes steps. A damaged line is skipped and named (``file:line``); the rest imports.
+identity, so a re-import writes nothing) and learns each document's scores under every filter (a few bytes per
+document: ``_Scan``); the second derives each document's task id and writes its steps, ingesting shard by shard under
+``IMPORT_MEMORY_LIMIT``. A damaged line is skipped and named (``file:line``); the rest imports.
 
 Task ids are nel's own where the document is a problem of a benchmark nel knows (``TaskIndex``), else
 ``lmeval-`` and a hash of the document: see ``docs/lm-eval-import.md``.
@@ -18,11 +19,14 @@ Task ids are nel's own where the document is a problem of a benchmark nel knows 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import re
 import unicodedata
-from collections.abc import Iterable, Iterator, Mapping
+from array import array
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from math import isnan
 from pathlib import Path
 from typing import Any
 
@@ -37,14 +41,16 @@ from workbench.gym.importer import already_imported, id_slug, scrub
 from workbench.gym.pairing import benchmark_metric, known_benchmark
 from workbench.importers.lmeval_files import TaskOutput, find_outputs
 from workbench.model.failures import classify_answer
-from workbench.store.ingest import ingest
+from workbench.store.ingest import IMPORT_MEMORY_LIMIT, ingest
 from workbench.store.writer import ShardWriter
 from workbench.types import RunStatus
 
 UNPAIRED_PREFIX = "lmeval-"
 """Ids of documents nel does not know start with it; nel's own ids are bare hex digests, so the two never meet."""
 _BATCH_ROLL = 1024  # the engine's own: a journal of wide steps rolls within the roller's 64 MB
-_SHARD_DOCS = 2048
+_SHARD_DOCS = 8192
+MAX_DOC_ID = 1 << 22
+"""lm-eval numbers a task's documents from 0; the import keeps a few bytes per id up to the largest (bounded)."""
 _SHOWN_SKIPS = 12
 _SECRET_ARG = re.compile(r"(?i)(api[_-]?key|token|secret|passw|authoriz)")
 
@@ -151,6 +157,8 @@ def _lines(path: Path, digest: Any = None) -> Iterator[tuple[int, dict[str, Any]
                 yield line_no, "not a JSON object"
             elif isinstance(row.get("doc_id"), bool) or not isinstance(row.get("doc_id"), int):
                 yield line_no, "no doc_id"
+            elif not 0 <= row["doc_id"] < MAX_DOC_ID:
+                yield line_no, f"doc_id {row['doc_id']} out of range (0 to {MAX_DOC_ID - 1:,})"
             elif not isinstance(row.get("resps"), list) or not isinstance(row.get("doc"), dict):
                 yield line_no, "no doc or resps: not a sample lm-eval's --log_samples writes"
             else:
@@ -163,21 +171,70 @@ def _score(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
+_NAN = float("nan")
+
+
+def _grown(size: int, doc_id: int) -> int:
+    """An array's new length to hold ``doc_id``: doubled (appends stay cheap), never past ``MAX_DOC_ID``."""
+    return min(MAX_DOC_ID, max(doc_id + 1, 2 * size))
+
+
 @dataclass(slots=True)
 class _Scan:
+    """What the first pass learns, kept in arrays indexed by ``doc_id`` rather than a dict per document.
+
+    100,000 documents cost a few MB here; dicts of small objects held across the pass cost ~140 MB of RSS
+    (they pin the allocator's arenas that every parsed line passes through). Task ids are not kept: the second
+    pass derives them again from the document, as cheaply as looking them up.
+    """
+
     digest: Any = field(default_factory=hashlib.sha256)
-    scores: dict[int, dict[str, float]] = field(default_factory=dict)  # doc -> {"metric,filter": value}
-    task_ids: dict[int, str] = field(default_factory=dict)
-    primary_lines: int = 0
+    seen: bytearray = field(default_factory=bytearray)
+    """1 at each ``doc_id`` whose line of the primary filter was read."""
+    scores: dict[str, array[float]] = field(default_factory=dict)
+    """``"metric,filter"`` (in the order first seen) -> the value of each ``doc_id``, NaN where it has none."""
+    n_tasks: int = 0
+    n_unpaired: int = 0
+    shard_docs: dict[int, int] = field(default_factory=dict)
+    """Documents in each range of ``_SHARD_DOCS`` ids."""
     n_repeats: int = 1
     skipped: list[str] = field(default_factory=list)
     n_skipped: int = 0
-    metrics: dict[str, None] = field(default_factory=dict)  # every metric,filter seen, in order
 
     def skip(self, where: str) -> None:
         self.n_skipped += 1
         if len(self.skipped) < _SHOWN_SKIPS:
             self.skipped.append(where)
+
+    def has(self, doc_id: int) -> bool:
+        return doc_id < len(self.seen) and self.seen[doc_id] == 1
+
+    def add_doc(self, doc_id: int, unpaired: bool) -> None:
+        if doc_id >= len(self.seen):
+            self.seen.extend(bytes(_grown(len(self.seen), doc_id) - len(self.seen)))
+        self.seen[doc_id] = 1
+        self.n_tasks += 1
+        self.n_unpaired += unpaired
+        self.shard_docs[doc_id // _SHARD_DOCS] = self.shard_docs.get(doc_id // _SHARD_DOCS, 0) + 1
+
+    def add_score(self, key: str, doc_id: int, value: float) -> None:
+        values = self.scores.get(key)
+        if values is None:
+            values = self.scores[key] = array("d")
+        if doc_id >= len(values):
+            values.extend(itertools.repeat(_NAN, _grown(len(values), doc_id) - len(values)))
+        values[doc_id] = value
+
+    def doc_scores(self, doc_id: int) -> dict[str, float]:
+        """The document's value of each ``metric,filter`` it was scored on."""
+        got = {}
+        for key, values in self.scores.items():
+            if doc_id < len(values) and not isnan(values[doc_id]):
+                got[key] = values[doc_id]
+        return got
+
+    def doc_range(self) -> tuple[int, int]:
+        return self.seen.find(1), self.seen.rfind(1) + 1
 
 
 def _scan(out: TaskOutput, samples: Path, primary_filter: str, index: TaskIndex) -> _Scan:
@@ -187,20 +244,15 @@ def _scan(out: TaskOutput, samples: Path, primary_filter: str, index: TaskIndex)
             scan.skip(f"{samples.name}:{line_no}: {row}")
             continue
         doc_id, filt = row["doc_id"], str(row.get("filter", "none"))
-        names = [m for m in row.get("metrics") or [] if isinstance(m, str)]
-        got = scan.scores.setdefault(doc_id, {})
-        for name in names:
-            value = _score(row.get(name))
+        for name in row.get("metrics") or []:
+            value = _score(row.get(name)) if isinstance(name, str) else None
             if value is not None:
-                key = f"{name},{filt}"
-                got[key] = value
-                scan.metrics.setdefault(key, None)
-        if filt == primary_filter and doc_id not in scan.task_ids:
-            scan.primary_lines += 1
-            scan.task_ids[doc_id] = index.task_id(row["doc"]) or doc_hash_id(row["doc"])
+                scan.add_score(f"{name},{filt}", doc_id, value)
+        if filt == primary_filter and not scan.has(doc_id):
+            scan.add_doc(doc_id, unpaired=index.task_id(row["doc"]) is None)
             first = row["resps"][0] if row["resps"] else []
             scan.n_repeats = max(scan.n_repeats, len(first) if isinstance(first, list) else 1)
-    if not scan.task_ids:
+    if not scan.n_tasks:
         raise UsageError(f"{samples}: no sample of filter {primary_filter!r} (the task's first): not the samples "
                          f"lm-eval's --log_samples writes for task {out.task!r}")
     return scan
@@ -339,16 +391,16 @@ def _import_task(store: Path, out: TaskOutput, run_id: str | None, benchmark: st
                 "content_sha256": scan.digest.hexdigest()}
     ident_hash = identity_hash(identity)
     run_id = run_id or f"lmeval-{id_slug(out.task, 'task')}-{ident_hash[:12]}"
-    n_unpaired = sum(t.startswith(UNPAIRED_PREFIX) for t in scan.task_ids.values())
+    n_unpaired = scan.n_unpaired
     reported = _score(out.reported.get(primary_key))
     result = LmEvalImportResult(
         run_id=run_id, task=out.task, benchmark=bench, model_id=model, metric=metric, lm_eval_metric=primary_key,
-        reported=reported, n_tasks=len(scan.task_ids), n_repeats=scan.n_repeats,
+        reported=reported, n_tasks=scan.n_tasks, n_repeats=scan.n_repeats,
         n_steps=0, n_unpaired_tasks=n_unpaired, unpaired_reason=index.failure if n_unpaired else None,
         skipped=tuple(scan.skipped), n_skipped=scan.n_skipped, already_imported=False)
     if already_imported(store, run_id, identity):
         return _replace(result, already_imported=True)
-    n_steps = _write(store, out, samples, scan, identity, ident_hash, run_id, model, metric, primary_key)
+    n_steps = _write(store, out, samples, scan, index, identity, ident_hash, run_id, model, metric, primary_key)
     return _replace(result, n_steps=n_steps)
 
 
@@ -357,25 +409,22 @@ def _replace(result: LmEvalImportResult, **changes: Any) -> LmEvalImportResult:
                                  **changes})
 
 
-def _shards(doc_ids: Iterable[int]) -> dict[int, tuple[int, int, int]]:
+def _shards(scan: _Scan) -> dict[int, tuple[int, int, int]]:
     """Documents in ranges of ``_SHARD_DOCS`` ids, the empty ranges left out: ``range -> (shard, docs, start)``.
 
-    Each shard is ingested as soon as its last document is written, so the store's lean ingest reads the tasks
-    of one shard at a time (100,000 tasks at once exceed its memory budget).
+    Each shard is ingested as soon as its last document is written, so the store reads the tasks of one shard at
+    a time (100,000 tasks at once exceed its memory budget).
     """
-    counts: dict[int, int] = {}
-    for doc_id in doc_ids:
-        counts[doc_id // _SHARD_DOCS] = counts.get(doc_id // _SHARD_DOCS, 0) + 1
-    return {k: (idx, counts[k], k * _SHARD_DOCS) for idx, k in enumerate(sorted(counts))}
+    return {k: (idx, scan.shard_docs[k], k * _SHARD_DOCS) for idx, k in enumerate(sorted(scan.shard_docs))}
 
 
-def _write(store: Path, out: TaskOutput, samples: Path, scan: _Scan, identity: dict[str, Any], ident_hash: str,
-           run_id: str, model: str | None, metric: str, primary_key: str) -> int:
+def _write(store: Path, out: TaskOutput, samples: Path, scan: _Scan, index: TaskIndex, identity: dict[str, Any],
+           ident_hash: str, run_id: str, model: str | None, metric: str, primary_key: str) -> int:
     """The second pass: the run header, then each document's task and steps as its line is read."""
-    lo, hi = min(scan.task_ids), max(scan.task_ids) + 1
+    lo, hi = scan.doc_range()
     conf = out.config
-    metrics = [metric, *(k for k in scan.metrics if k != metric)]
-    shards = _shards(scan.task_ids)
+    metrics = [metric, *(k for k in scan.scores if k != metric)]
+    shards = _shards(scan)
     header = {
         "run_id": run_id, "benchmark": identity["benchmark"], "model_id": model, "model_url": None,
         "protocol": "chat_completions", "identity_hash": ident_hash, "identity": identity,
@@ -388,22 +437,27 @@ def _write(store: Path, out: TaskOutput, samples: Path, scan: _Scan, identity: d
                    "lm_eval_results": out.reported, "primary_metric": metric, "metrics": metrics,
                    "lm_eval_primary_metric": primary_key,
                    "metric_source": f"lm-eval's {primary_key} of each document", "passed_rule": "reward >= 1",
-                   "unpaired_tasks": sum(t.startswith(UNPAIRED_PREFIX) for t in scan.task_ids.values()),
+                   "unpaired_tasks": scan.n_unpaired,
                    "skipped_lines": scan.n_skipped},
-        "n_tasks": len(scan.task_ids), "n_repeats": scan.n_repeats, "problem_start": lo, "problem_end": hi,
+        "n_tasks": scan.n_tasks, "n_repeats": scan.n_repeats, "problem_start": lo, "problem_end": hi,
         "total_shards": len(shards), "created_at": os.path.getmtime(samples), "nel_version": __version__}
     primary_filter = primary_key.split(",", 1)[1] if "," in primary_key else "none"
-    written: set[int] = set()
+    written = bytearray(len(scan.seen))
     left = {k: n for k, (_, n, _) in shards.items()}
     writers: dict[int, ShardWriter] = {}
     mtime = os.path.getmtime(samples)
     n_written = 0
     try:
         for _, row in _lines(samples):
-            if isinstance(row, str) or str(row.get("filter", "none")) != primary_filter or row["doc_id"] in written:
+            if isinstance(row, str) or str(row.get("filter", "none")) != primary_filter:
                 continue
             doc_id = row["doc_id"]
-            written.add(doc_id)
+            if not scan.has(doc_id):
+                raise UsageError(f"{samples}: changed while it was imported (document {doc_id} is new); "
+                                 "import it again")
+            if written[doc_id]:
+                continue
+            written[doc_id] = 1
             k = doc_id // _SHARD_DOCS
             writer = writers.get(k)
             if writer is None:
@@ -412,17 +466,18 @@ def _write(store: Path, out: TaskOutput, samples: Path, scan: _Scan, identity: d
                 writer.begin(header, {"shard_idx": idx, "total_shards": len(shards), "problem_start": start,
                                       "problem_end": start + _SHARD_DOCS})
             messages = _messages(row.get("arguments"))
-            task = {"run_id": run_id, "task_idx": doc_id, "task_id": scan.task_ids[doc_id],
+            task_id = index.task_id(row["doc"]) or doc_hash_id(row["doc"])
+            task = {"run_id": run_id, "task_idx": doc_id, "task_id": task_id,
                     "benchmark": identity["benchmark"], "prompt": _prompt(messages),
                     "expected_answer": _text(row.get("target")), "metadata": _dumps(_doc_metadata(row))}
             writer.add_task(task)
-            for step in _steps(row, run_id, task, scan.scores.get(doc_id, {}), primary_key, mtime):
+            for step in _steps(row, run_id, task, scan.doc_scores(doc_id), primary_key, mtime):
                 writer.append(step)
             left[k] -= 1
             if left[k] == 0:  # the shard's last document: into the store now, its files gone
                 writers.pop(k).finish(RunStatus.COMPLETE)
                 n_written += writer.n_written
-                ingest(store, bulk=True)
+                ingest(store, bulk=True, memory_limit=IMPORT_MEMORY_LIMIT)
         if writers:  # the file changed between the passes: what was written stands, the rest is not there
             raise UsageError(f"{samples}: changed while it was imported (documents of {len(writers)} shard(s) "
                              "are missing); import it again")

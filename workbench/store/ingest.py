@@ -104,7 +104,15 @@ def _insert_rows(con: duckdb.DuckDBPyConnection, table: str, columns: tuple[str,
     )
 
 
-def ingest(store: Path, sources: list[Path] | None = None, *, bulk: bool = False) -> IngestReport:
+IMPORT_MEMORY_LIMIT = "128MB"
+"""The budget of an importer's ingest (``nel import``), which copies one shard of a few thousand steps at a time
+while the importer itself holds ~130 MB: under it a 100,000-document lm-eval import peaks at ~245 MB of RSS where
+the merge's 512 MB let it reach ~385 MB, at the same speed (tests/perf/bench_import_lmeval.py; 96 MB: ~220 MB; the
+lean 64 MB cannot checkpoint the tasks of a 100,000-task run)."""
+
+
+def ingest(store: Path, sources: list[Path] | None = None, *, bulk: bool = False,
+           memory_limit: str | None = None) -> IngestReport:
     """Ingest the live segments of ``store`` (and of other ``sources`` stores) into ``store``.
 
     The segments are listed only once the write lock is held, and finished shards are
@@ -114,8 +122,12 @@ def ingest(store: Path, sources: list[Path] | None = None, *, bulk: bool = False
 
     ``bulk``: a merge that runs on its own copies shards with two threads and
     ``MERGE_MEMORY_LIMIT``; the engine's end-of-run ingest, beside a finished run, stays lean.
+    ``memory_limit`` replaces a bulk ingest's budget (an importer's: ``IMPORT_MEMORY_LIMIT``), for every
+    connection it opens, the final one too.
     """
-    budget: dict[str, Any] = {"memory_limit": merge_memory(), "threads": 2} if bulk else {}
+    if memory_limit is not None and not bulk:
+        raise ValueError("ingest: memory_limit is the budget of a bulk ingest (bulk=True)")
+    budget: dict[str, Any] = {"memory_limit": memory_limit or merge_memory(), "threads": 2} if bulk else {}
     done, added, con = _ingest_segments_in_batches(store, sources, budget)
     con = con or connect_rw(store, **budget)  # a bulk merge keeps its budget to the end (the tasks table too)
     try:
@@ -176,8 +188,8 @@ def _insert_steps_from(con: duckdb.DuckDBPyConnection, select: str | None) -> in
 def _ingest_segments_in_batches(store: Path, sources: list[Path] | None, budget: dict[str, Any]
                                 ) -> tuple[set[Path], int, duckdb.DuckDBPyConnection | None]:
     """Insert the steps of every Parquet segment present now; return those done, the rows added and, for the
-    lean end-of-run ingest of a single shard, the connection it used, still open (opening the file again
-    would cost as much as the copy itself).
+    ingest of a single shard, the connection it used, still open (opening the file again would cost as much as
+    the copy itself; its budget is the final connection's).
 
     A shard none of whose steps are in the store yet (the common case: a merge after the shards
     finished) is copied in whole, in one transaction, with no anti-join against the growing steps
@@ -188,7 +200,7 @@ def _ingest_segments_in_batches(store: Path, sources: list[Path] | None, budget:
     done: set[Path] = set()
     added = 0
     shards = [shard for shard in _snapshot(store, sources).shards if shard.segments]
-    keep = len(shards) == 1 and not budget
+    keep = len(shards) == 1  # its budget is the final connection's too (a bulk one keeps the merge's)
     for shard in shards:
         con = connect_rw(store, **budget)
         try:

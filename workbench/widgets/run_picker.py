@@ -1,4 +1,4 @@
-"""``RunPicker``: choose a run of a store in a notebook (benchmark, model, status, pass@1 at a glance)."""
+"""``RunPicker``: choose a run of a store in a notebook (source, benchmark, model, status, pass@1 at a glance)."""
 
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ def _pass(row: RunRow) -> str:
 
 
 def run_label(row: RunRow) -> str:
-    """How a run reads in the dropdown."""
-    return f"{row.run_id} · {row.benchmark} · {row.model_id or '?'} · {row.status} · pass@1 {_pass(row)}"
+    """How a run reads in the dropdown: its source (nel, gym, lm-eval, inspect) in brackets after its id."""
+    return f"{row.run_id} [{row.source}] · {row.benchmark} · {row.model_id or '?'} · {row.status} · pass@1 {_pass(row)}"
 
 
 class RunPicker(w.VBox):
@@ -56,8 +56,8 @@ class RunPicker(w.VBox):
         shown = self.rows[:TABLE_ROWS]
         more = len(self.rows) - len(shown)
         self.table.value = table(
-            ("run", "benchmark", "model", "status", "tasks × repeats", "pass@1 [95 % CI]"),
-            [(r.run_id, r.benchmark, r.model_id or "", r.status, f"{r.n_tasks} × {r.n_repeats}", _pass(r))
+            ("run", "source", "benchmark", "model", "status", "tasks × repeats", "pass@1 [95 % CI]"),
+            [(r.run_id, r.source, r.benchmark, r.model_id or "", r.status, f"{r.n_tasks} × {r.n_repeats}", _pass(r))
              for r in shown],
             empty=f"no runs in {self.store.path}",
         ) + (f"<p><i>{more} older runs in the dropdown only</i></p>" if more > 0 else "")

@@ -26,10 +26,10 @@ def _run_sort_key(name: str) -> Callable[[RunRow], Any]:
 
 def sort_filter_runs(runs: Sequence[RunRow], *, sort: str = "started", descending: bool = True,
                      text: str = "") -> list[RunRow]:
-    """Runs whose id, benchmark, model or status contain ``text`` (any case), sorted; missing values last."""
+    """Runs whose id, source, benchmark, model or status contain ``text`` (any case), sorted; missing values last."""
     needle = text.strip().lower()
     kept = [r for r in runs if not needle
-            or any(needle in (v or "").lower() for v in (r.run_id, r.benchmark, r.model_id, r.status))]
+            or any(needle in (v or "").lower() for v in (r.run_id, r.source, r.benchmark, r.model_id, r.status))]
     key = _run_sort_key(sort)
     present = sorted((r for r in kept if key(r) is not None), key=key, reverse=descending)
     return present + [r for r in kept if key(r) is None]

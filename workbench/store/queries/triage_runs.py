@@ -41,6 +41,9 @@ class RunRow(RunHeader):
     first_step_at: datetime | None
     """First and latest step: read for a run without a finish time only (a finished run's duration is known)."""
     last_step_at: datetime | None
+    source: str = "nel"
+    """The harness that produced the run: ``nel``, ``gym``, ``lm-eval``, ``inspect`` (the ``run_source`` of
+    store/views.sql)."""
 
     @property
     def duration_s(self) -> float | None:
@@ -52,10 +55,10 @@ class RunRow(RunHeader):
 
 
 _RUNS_SQL = """
-    SELECT m.run_id, m.benchmark, m.model_id, m.status, coalesce(m.n_tasks, 0) AS n_tasks, m.n_repeats, m.n_steps,
-           coalesce(m.n_steps_expected, 0) AS n_steps_expected, m.pass_at_1, m.pass_at_1_low, m.pass_at_1_high,
-           m.n_errors, m.n_failed, coalesce(m.total_tokens, 0) AS total_tokens, m.created_at, m.finished_at,
-           l.first_step_at, l.last_step_at
+    SELECT m.run_id, m.source, m.benchmark, m.model_id, m.status, coalesce(m.n_tasks, 0) AS n_tasks, m.n_repeats,
+           m.n_steps, coalesce(m.n_steps_expected, 0) AS n_steps_expected, m.pass_at_1, m.pass_at_1_low,
+           m.pass_at_1_high, m.n_errors, m.n_failed, coalesce(m.total_tokens, 0) AS total_tokens, m.created_at,
+           m.finished_at, l.first_step_at, l.last_step_at
     FROM run_metrics m
     LEFT JOIN (SELECT run_id, min(started_at) AS first_step_at, max(started_at) AS last_step_at FROM steps
                WHERE run_id IN (SELECT run_id FROM runs WHERE finished_at IS NULL {and_run}) GROUP BY run_id) l

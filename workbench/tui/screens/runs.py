@@ -16,9 +16,10 @@ from workbench.tui.messages import RunsLoaded
 from workbench.tui.screens.base import NelScreen
 from workbench.tui.widgets.table import NelTable
 
-COLUMNS = (("mark", " "), ("run", "run"), ("status", "status"), ("pass@1", "pass@1 [95% CI]"), ("size", "tasks×rep"),
-           ("benchmark", "benchmark"), ("model", "model"), ("started", "started (UTC)"), ("duration", "duration"),
-           ("steps", "steps"))
+COLUMNS = (("mark", " "), ("run", "run"), ("source", "source"), ("status", "status"), ("pass@1", "pass@1 [95% CI]"),
+           ("size", "tasks×rep"), ("benchmark", "benchmark"), ("model", "model"), ("started", "started (UTC)"),
+           ("duration", "duration"), ("steps", "steps"))
+"""The source (nel, gym, lm-eval, inspect: which harness produced the run) sits by the run id, seen at 80 columns."""
 _SORT_OF_COLUMN = {"run": "run", "benchmark": "benchmark", "model": "model", "status": "status",
                    "steps": "steps", "pass@1": "pass@1", "started": "started", "duration": "duration"}
 REFRESH_S = 2.0
@@ -39,7 +40,7 @@ class RunsScreen(NelScreen):
         Binding("c", "compare", "Compare",
                 tooltip="Compare the marked runs A and B (or A with the highlighted run)"),
         Binding("slash", "filter", "Filter", key_display="/",
-                tooltip="Filter runs by id, benchmark, model or status"),
+                tooltip="Filter runs by id, source, benchmark, model or status"),
         Binding("s", "sort", "Sort", tooltip="Sort by the next column (started, run, benchmark, model, …)"),
         Binding("S", "reverse", "Reverse", show=False, tooltip="Reverse the sort order"),
         Binding("R", "reload", "Reload", show=False, tooltip="Read the runs again"),
@@ -56,7 +57,7 @@ class RunsScreen(NelScreen):
         return f"nel › runs   {self.nel.store_path}"
 
     def compose_body(self) -> Iterable[Widget]:
-        yield Input(placeholder="/ filter by run, benchmark, model or status", id="filter", compact=True)
+        yield Input(placeholder="/ filter by run, source, benchmark, model or status", id="filter", compact=True)
         yield Static("", id="status", markup=False)
         yield NelTable(id="runs")
         yield Static("", id="panel", markup=False)
@@ -120,7 +121,7 @@ class RunsScreen(NelScreen):
         marks = dict(zip(self.nel.marked_runs, ("A", "B"), strict=False))
         for r in shown:
             table.add_row(
-                marks.get(r.run_id, " "), r.run_id, r.status,
+                marks.get(r.run_id, " "), r.run_id, r.source, r.status,
                 fmt.estimate(r.pass_at_1, r.pass_at_1_low, r.pass_at_1_high), fmt.num(f"{r.n_tasks}×{r.n_repeats}"),
                 r.benchmark, r.model_id or "—", fmt.when(r.created_at), fmt.num(fmt.duration(r.duration_s)),
                 fmt.num(f"{r.n_steps}/{r.n_steps_expected}"), key=r.run_id,
