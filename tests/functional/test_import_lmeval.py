@@ -125,7 +125,8 @@ def test_documents_nel_does_not_know_keep_ids_of_their_own_and_are_counted(lm_ev
     out, _ = lm_eval_output
     _, text = _import(tmp_path / "nel.duckdb", out)
     assert "paired     0 of 30 documents" in text
-    assert "unpaired   30 documents, kept under lmeval-<hash> ids: no benchmark nel knows is named" in text
+    assert ("unpaired   30 documents, kept under lmeval-<hash> ids: 'nel_gsm8k_mini' is not a benchmark nel knows, "
+            "so its prompt cannot be matched (name one with --benchmark)") in text
     ids = [s[5] for s in _steps(tmp_path / "nel.duckdb", text.split()[1].rstrip(":"))]
     assert all(i.startswith("lmeval-") for i in ids) and len(set(ids)) == N_DOCS
 

@@ -62,11 +62,17 @@ class QuestionIndex:
         self.failure: str | None = None
         self.question_field: str | None = None
         """The data field holding a problem's question (gsm8k: ``question``), when the benchmark is a dataset."""
+        self.target_field: str | None = None
+        """The data field holding a problem's answer (gsm8k: ``answer``), when the benchmark is a dataset."""
         self._loaded = False
         self._prompts: dict[str, list[_Problem]] = {}
         self._questions: dict[str, list[_Problem]] = {}
         self._prefixes: dict[str, list[_Problem]] = {}
         self._widths: set[int] = set()
+
+    def ready(self) -> bool:
+        """Load the benchmark's problems now; False (with ``failure`` saying why) when nothing can pair."""
+        return self._load()
 
     def find(self, text: str | None, *, question: Any = None, expected: Any = None) -> Match:
         """The problem ``text`` (what the harness asked) or its ``question`` field is; ``expected`` breaks ties."""
@@ -137,6 +143,7 @@ class QuestionIndex:
             target_field = getattr(definition, "target_field", None)
             rows = getattr(env, "rows", None)
             self.question_field = field if isinstance(field, str) else None
+            self.target_field = target_field if isinstance(target_field, str) else None
             for idx in range(len(env)):
                 seed = env.seed(idx)
                 row = rows[idx] if isinstance(rows, list) and idx < len(rows) else None

@@ -41,7 +41,7 @@ from workbench.gym.pairing import (
     known_benchmark,
 )
 from workbench.model.failures import classify_answer
-from workbench.store.ingest import ingest
+from workbench.store.ingest import IMPORT_MEMORY_LIMIT, ingest
 from workbench.store.layout import segments_root
 from workbench.store.reader import Store
 from workbench.store.writer import ShardWriter
@@ -575,4 +575,4 @@ def _write(store: Path, rollouts: Path, failures: Path | None, scan: _Scan, iden
         writer.finish(RunStatus.FAILED, "import stopped")
         raise
     writer.finish(RunStatus.COMPLETE)
-    ingest(store)
+    ingest(store, bulk=True, memory_limit=IMPORT_MEMORY_LIMIT)  # a whole rollouts file: the importers' budget

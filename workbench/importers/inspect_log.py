@@ -31,7 +31,7 @@ from workbench.gym.importer import already_imported, id_slug, scrub, stored_run
 from workbench.gym.pairing import benchmark_metric, known_benchmark
 from workbench.importers.inspect_files import LogFile, Skipped, find_logs
 from workbench.importers.inspect_sample import input_text, step_row, target_text
-from workbench.store.ingest import ingest
+from workbench.store.ingest import IMPORT_MEMORY_LIMIT, ingest
 from workbench.store.writer import ShardWriter
 from workbench.types import RunStatus
 
@@ -40,7 +40,6 @@ UNPAIRED_PREFIX = "inspect-"
 _BATCH_ROLL = 1024
 _SHARD_TASKS = 2048
 _INGEST_EVERY = 8192
-_BULK = True  # the merge's DuckDB budget: the lean ingest's 64 MB cannot checkpoint a 100,000-step run
 _SHOWN_SKIPS = 12
 _SHORT = 200
 
@@ -326,7 +325,7 @@ def _write(store: Path, log: LogFile, scan: _Scan, header: dict[str, Any], metri
             if left[k] == 0:
                 n_written += _close(store, writers.pop(k), final, why)
             elif n_steps % _INGEST_EVERY == 0:  # epoch-major logs finish no shard before their last epoch
-                ingest(store, bulk=_BULK)
+                ingest(store, bulk=True, memory_limit=IMPORT_MEMORY_LIMIT)
         for k in sorted(writers):  # steps the second read did not find (the file changed in between)
             n_written += _close(store, writers.pop(k), final if left[k] == 0 else RunStatus.INTERRUPTED,
                                 why if left[k] == 0 else f"{left[k]} steps were not found on the second read")
@@ -339,7 +338,7 @@ def _write(store: Path, log: LogFile, scan: _Scan, header: dict[str, Any], metri
 
 def _close(store: Path, writer: ShardWriter, status: RunStatus, why: str | None) -> int:
     writer.finish(status, why)
-    ingest(store, bulk=_BULK)
+    ingest(store, bulk=True, memory_limit=IMPORT_MEMORY_LIMIT)
     return writer.n_written
 
 

@@ -22,7 +22,6 @@ import hashlib
 import itertools
 import os
 import re
-import unicodedata
 from array import array
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -34,8 +33,7 @@ import orjson
 
 from workbench import __version__
 from workbench.engine.identity import identity_hash
-from workbench.environments import benchmark_names, get_environment
-from workbench.environments.dataset import DatasetEnvironment
+from workbench.environments.question_index import QuestionIndex
 from workbench.errors import UsageError
 from workbench.gym.importer import already_imported, id_slug, scrub
 from workbench.gym.pairing import benchmark_metric, known_benchmark
@@ -56,60 +54,31 @@ _SECRET_ARG = re.compile(r"(?i)(api[_-]?key|token|secret|passw|authoriz)")
 
 
 # ---- task ids --------------------------------------------------------------------------------------
-def normalise(text: str) -> str:
-    """What two harnesses' copies of a question share: NFKC, whitespace collapsed, case folded."""
-    return " ".join(unicodedata.normalize("NFKC", text).split()).casefold()
-
-
 class TaskIndex:
-    """nel's task ids of one benchmark's problems by their question (its ``input_field``), loaded on first need.
-
-    A document pairs with the problem whose question equals the document's same field, normalised; the target
-    field settles questions the benchmark holds twice.
-    """
+    """nel's task ids for one task's documents, by the rule every importer shares
+    (``workbench.environments.question_index``): the document's own question field (the benchmark's
+    ``input_field``: gsm8k's ``question``) equal to a problem's question, normalised, else the problem's question
+    found inside the prompt lm-eval sent; the target field settles questions the benchmark holds twice.
+    ``failure`` is the first reason a document did not pair."""
 
     def __init__(self, benchmark: str | None) -> None:
-        self.benchmark = benchmark
-        self._fields: tuple[str, str] | None = None
-        self._index: dict[str, list[tuple[str, str]]] | None = None
+        self._index = QuestionIndex(benchmark)
         self.failure: str | None = None
 
-    def task_id(self, doc: Mapping[str, Any]) -> str | None:
-        index = self._load()
-        if index is None or self._fields is None:
+    def task_id(self, doc: Mapping[str, Any], arguments: Any = None) -> str | None:
+        """The id of the problem ``doc`` is; ``arguments`` (the request lm-eval sent) is searched for the question
+        only when the document has no field of that name."""
+        index = self._index
+        if not index.ready():
+            self.failure = index.failure
             return None
-        question, target = (doc.get(f) for f in self._fields)
-        if not isinstance(question, str):
-            return None
-        found = index.get(normalise(question), [])
-        if len(found) > 1:
-            found = [f for f in found if f[0] == normalise(str(target))]
-        return found[0][1] if len(found) == 1 else None
-
-    def _load(self) -> dict[str, list[tuple[str, str]]] | None:
-        if self._index is not None or self.failure is not None:
-            return self._index
-        name = self.benchmark
-        if name is None or name not in benchmark_names():
-            self.failure = "no benchmark nel knows is named (pass --benchmark NAME to pair)"
-            return None
-        try:
-            env = get_environment(name)
-        except UsageError as exc:  # a hub benchmark whose data is not here
-            self.failure = f"{name}'s problems cannot be loaded: {exc}"
-            return None
-        if not isinstance(env, DatasetEnvironment):
-            self.failure = f"{name} is not a dataset of questions to match documents against"
-            return None
-        self._fields = (env.definition.input_field, env.definition.target_field)
-        index: dict[str, list[tuple[str, str]]] = {}
-        for idx, row in enumerate(env.rows):
-            question = row.get(self._fields[0])
-            if isinstance(question, str):
-                index.setdefault(normalise(question), []).append(
-                    (normalise(str(row.get(self._fields[1]))), env.seed(idx).task_id))
-        self._index = index
-        return index
+        question = doc.get(index.question_field) if index.question_field else None
+        expected = doc.get(index.target_field) if index.target_field else None
+        prompt = _prompt(_messages(arguments)) if not isinstance(question, str) and arguments is not None else None
+        match = index.find(prompt, question=question, expected=expected)
+        if match.task_id is None and self.failure is None:
+            self.failure = match.reason
+        return match.task_id
 
 
 def doc_hash_id(doc: Any) -> str:
@@ -249,7 +218,7 @@ def _scan(out: TaskOutput, samples: Path, primary_filter: str, index: TaskIndex)
             if value is not None:
                 scan.add_score(f"{name},{filt}", doc_id, value)
         if filt == primary_filter and not scan.has(doc_id):
-            scan.add_doc(doc_id, unpaired=index.task_id(row["doc"]) is None)
+            scan.add_doc(doc_id, unpaired=index.task_id(row["doc"], row.get("arguments")) is None)
             first = row["resps"][0] if row["resps"] else []
             scan.n_repeats = max(scan.n_repeats, len(first) if isinstance(first, list) else 1)
     if not scan.n_tasks:
@@ -466,7 +435,7 @@ def _write(store: Path, out: TaskOutput, samples: Path, scan: _Scan, index: Task
                 writer.begin(header, {"shard_idx": idx, "total_shards": len(shards), "problem_start": start,
                                       "problem_end": start + _SHARD_DOCS})
             messages = _messages(row.get("arguments"))
-            task_id = index.task_id(row["doc"]) or doc_hash_id(row["doc"])
+            task_id = index.task_id(row["doc"], row.get("arguments")) or doc_hash_id(row["doc"])
             task = {"run_id": run_id, "task_idx": doc_id, "task_id": task_id,
                     "benchmark": identity["benchmark"], "prompt": _prompt(messages),
                     "expected_answer": _text(row.get("target")), "metadata": _dumps(_doc_metadata(row))}
