@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from workbench.errors import UsageError
 from workbench.model.config import ModelConfig, infer_protocol
 from workbench.spec.loader import Located
-from workbench.spec.models import ApiService, Benchmark, RunSpec
+from workbench.spec.models import ApiService, Benchmark, RunSpec, ServerService
 
 if TYPE_CHECKING:
     from workbench.engine.metrics import MetricSpec
@@ -16,13 +16,15 @@ if TYPE_CHECKING:
 def _service_model(spec: RunSpec, name: str, system_prompt: str | None, timeout: float,
                    located: Located | None, image_detail: str | None = None) -> ModelConfig:
     service = spec.services[name]
-    assert isinstance(service, ApiService)
+    assert isinstance(service, ApiService | ServerService)
+    served = service.served() if isinstance(service, ServerService) else None  # a server nel starts
     try:
         return ModelConfig(
             url=service.url,
             model_id=service.model,
             protocol=service.protocol or infer_protocol(service.url) or "chat_completions",  # type: ignore[arg-type]
             api_key=service.api_key,
+            served=served,
             system_prompt=system_prompt,
             request_timeout=timeout,
             max_retries=service.max_retries,
