@@ -40,10 +40,11 @@ class ServerProcess:
 
     def __init__(self, name: str, argv: list[str], host: str, port: int, env: Mapping[str, str]) -> None:
         self.name, self.argv, self.host, self.port = name, argv, host, port
-        self.log: IO[bytes] = tempfile.TemporaryFile(prefix=f"nel-service-{name}-")
-        self.process = subprocess.Popen(  # noqa: S603 - the user's own server command
+        # kept open while the server runs (closed by ``close``): the tail a failure quotes is read back from it
+        self.log: IO[bytes] = tempfile.TemporaryFile(prefix=f"nel-service-{name}-")  # noqa: SIM115
+        self.process = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT,
-            env={**os.environ, **env}, start_new_session=True, preexec_fn=_die_with_parent)  # noqa: PLW1509
+            env={**os.environ, **env}, start_new_session=True, preexec_fn=_die_with_parent)
 
     @property
     def url(self) -> str:
@@ -82,10 +83,8 @@ class ServerProcess:
         """SIGTERM to its process group, SIGKILL to the group after ``grace_s``; returns its exit code."""
         if self.process.poll() is None:
             self._signal(signal.SIGTERM)
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 self.process.wait(grace_s)
-            except subprocess.TimeoutExpired:
-                pass
         self._signal(signal.SIGKILL)  # the group: whatever the server started and left behind
         self.process.wait()
         return self.process.returncode
@@ -104,7 +103,8 @@ class ServerProcess:
         self.stop()
         tail = self.tail()
         quoted = f"; its last lines:\n{tail}" if tail else "; it wrote nothing"
-        return RunFailed(f"services.{self.name}: the server ({redact_text(' '.join(redact_args(self.argv)))}) {what}{quoted}")
+        argv = redact_text(" ".join(redact_args(self.argv)))
+        return RunFailed(f"services.{self.name}: the server ({argv}) {what}{quoted}")
 
     def close(self) -> None:
         self.stop()

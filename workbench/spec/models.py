@@ -412,6 +412,11 @@ Sandbox = _sandbox_model()
 
 def sandbox_of(settings: BaseModel) -> SandboxSpec:
     """A validated ``sandbox:`` mapping as the ``SandboxSpec`` the sandboxes are opened with."""
+    from workbench.errors import UsageError
+    from workbench.spec.refused import refusal
+
+    if (refused := refusal("sandbox", getattr(settings, "type", None))) is not None:
+        raise UsageError(f"sandbox.type: {refused}")
     return SandboxSpec(**settings.model_dump()).validate()
 
 
