@@ -6,7 +6,7 @@ import sys
 import time
 from types import TracebackType
 
-from workbench.errors import NelError
+from workbench.errors import NelError, UsageError
 from workbench.services.commands import HOST, require_program, server_argv
 from workbench.services.ports import check_free, free_port
 from workbench.services.server import ServerProcess
@@ -52,8 +52,16 @@ class ServiceFleet:
         """Seconds each server took from start to its first 200 on ``GET /v1/models``."""
 
     def __enter__(self) -> ServiceFleet:
-        for name in self.last_use:  # every program is there before the first benchmark starts
-            require_program(name, self._service(name))
+        ports: dict[int, str] = {}
+        for name in self.last_use:  # every program there and every configured port free, before anything starts
+            service = self._service(name)
+            require_program(name, service)
+            if service.port is not None:
+                if service.port in ports:
+                    raise UsageError(f"services.{name}.port: {service.port} is also services.{ports[service.port]}"
+                                     ".port; give each server its own port, or leave port unset")
+                ports[service.port] = name
+                check_free(HOST, service.port, f"services.{name}.port")
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
