@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from tests.functional.nel_helpers import nel, nel_popen
+from nel_helpers import nel, nel_popen
 from workbench.services.ports import port_holder
 
 MOCK = [sys.executable, "-m", "workbench.cli", "model", "mock", "--port", "{port}"]
