@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-
 from nel_helpers import nel, nel_popen
+
 from workbench.services.ports import port_holder
 
 MOCK = [sys.executable, "-m", "workbench.cli", "model", "mock", "--port", "{port}"]
