@@ -87,7 +87,7 @@ class TestCommandLines:
     def test_sglang_runs_in_this_python(self) -> None:
         assert server_argv(server(type="sglang", tensor_parallel_size=4), 9) == \
             [sys.executable, "-m", "sglang.launch_server", "--model-path", "org/model", "--host", "127.0.0.1",
-             "--port", "9", "--tp-size", "4"]
+             "--port", "9", "--tensor-parallel-size", "4"]
 
     def test_trt_llm(self) -> None:
         assert server_argv(server(type="trt_llm", tensor_parallel_size=8), 9) == \

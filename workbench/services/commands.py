@@ -1,7 +1,7 @@
 """The command line that starts each kind of server, and what to say when its program is not installed here.
 
 vLLM: ``vllm serve MODEL --host H --port P --tensor-parallel-size N``; SGLang: ``python -m sglang.launch_server
---model-path MODEL --host H --port P --tp-size N``; TensorRT-LLM: ``trtllm-serve MODEL --host H --port P
+--model-path MODEL --host H --port P --tensor-parallel-size N``; TensorRT-LLM: ``trtllm-serve MODEL --host H --port P
 --tp_size N`` (each tool's own CLI; docs/services.md cites them).
 """
 
@@ -30,7 +30,7 @@ def server_argv(service: ServerService, port: int) -> list[str]:
     elif service.type == "sglang":
         argv = [sys.executable, "-m", "sglang.launch_server", "--model-path", service.model, "--host", HOST,
                 "--port", str(port)]
-        argv += ["--tp-size", str(tp)] if tp else []
+        argv += ["--tensor-parallel-size", str(tp)] if tp else []
     else:  # trt_llm
         argv = ["trtllm-serve", service.model, "--host", HOST, "--port", str(port)]
         argv += ["--tp_size", str(tp)] if tp else []
