@@ -94,8 +94,9 @@ def test_a_port_in_use_names_the_process_holding_it(tmp_path: Path) -> None:
     assert f"services.m.port: port {port} is already in use by pid {os.getpid()} (" in done.stderr
 
 
-def test_the_server_does_not_outlive_a_killed_nel(tmp_path: Path) -> None:
-    slow = [*MOCK, "--latency-ms", "200"]
+def test_the_server_and_what_it_started_do_not_outlive_a_killed_nel(tmp_path: Path) -> None:
+    # a shell that starts the real server as its own child: the kernel's signal reaches the shell alone
+    slow = ["sh", "-c", " ".join([*MOCK, "--latency-ms", "200"]) + " & wait"]
     config = write_config(tmp_path, {"m": {"type": "command", "model": "mock", "command": slow}},
                           max_problems=200, repeats=4)
     proc = nel_popen("eval", "run", str(config), cwd=tmp_path)
@@ -112,7 +113,7 @@ def test_the_server_does_not_outlive_a_killed_nel(tmp_path: Path) -> None:
         server_pid = int(holder.split()[1])
         proc.kill()  # kill -9: nothing in nel runs to stop the server
         proc.wait(10)
-        assert gone(server_pid), f"the server (pid {server_pid}) outlived nel"
+        assert server_pid != proc.pid and gone(server_pid), f"the server (pid {server_pid}) outlived nel"
         assert not listening(port)
     finally:
         if proc.poll() is None:

@@ -1,9 +1,10 @@
 """One server process: started in a process group of its own that dies with nel, awaited until it answers
 ``GET /v1/models``, stopped with its whole group.
 
-The group lets a stop reach every process the server started (vLLM's engine workers). The parent-death signal
-(Linux ``prctl(PR_SET_PDEATHSIG)``) stops it when nel is killed outright (``kill -9``), when nothing in nel runs
-to stop it. It is tied to the thread that starts the server, so servers are started from the main thread.
+The group lets a stop reach every process the server started (vLLM's engine workers). When nel is killed outright
+(``kill -9``) nothing in nel runs to stop it: the kernel's parent-death signal (Linux ``prctl(PR_SET_PDEATHSIG)``)
+kills the server, and wakes a small guard process that kills the server's whole group. The signal is tied to the
+thread that starts the server, so servers are started from the main thread.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import http.client
 import os
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Mapping
@@ -29,9 +31,36 @@ TAIL_LINES = 20
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
+def _parent_death_signal(sig: signal.Signals) -> None:  # runs in the child between fork and exec
     with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, sig)
+
+
+def _die_with_parent() -> None:
+    _parent_death_signal(signal.SIGKILL)
+
+
+def _guard_wakes_with_parent() -> None:
+    _parent_death_signal(signal.SIGTERM)
+
+
+_GUARD = """
+import os, signal, sys
+parent, group = int(sys.argv[1]), int(sys.argv[2])
+def end(*_):
+    try:
+        os.killpg(group, signal.SIGKILL)
+    except OSError:
+        pass
+    os._exit(0)
+signal.signal(signal.SIGTERM, end)
+if os.getppid() != parent:
+    end()
+while True:
+    signal.pause()
+"""
+"""The guard: a tiny process that outlives nel only to SIGKILL the server's whole group when nel dies (the
+kernel's parent-death signal reaches one process; the server's own workers are in its group)."""
 
 
 class ServerProcess:
@@ -45,6 +74,11 @@ class ServerProcess:
         self.process = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT,
             env={**os.environ, **env}, start_new_session=True, preexec_fn=_die_with_parent)
+        # started after the server, so it costs the server's start-up nothing
+        self.guard = subprocess.Popen(
+            [sys.executable, "-S", "-c", _GUARD, str(os.getpid()), str(self.process.pid)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            preexec_fn=_guard_wakes_with_parent)
 
     @property
     def url(self) -> str:
@@ -87,6 +121,9 @@ class ServerProcess:
                 self.process.wait(grace_s)
         self._signal(signal.SIGKILL)  # the group: whatever the server started and left behind
         self.process.wait()
+        if self.guard.poll() is None:
+            self.guard.kill()  # SIGKILL: no handler runs; the group is gone already
+            self.guard.wait()
         return self.process.returncode
 
     def _signal(self, sig: signal.Signals) -> None:
