@@ -207,3 +207,15 @@ class TestRefused:
             where = "benchmarks.0.sandbox.type"
         assert message.startswith(f"{where}: {kind!r} is not supported: ") and expected in message
         assert "\n" not in message
+
+
+def test_a_servers_secrets_are_redacted_wherever_nel_writes_text() -> None:
+    from workbench.secrets import redact_text
+
+    spec = spec_of({"m": {"type": "command", "model": "x", "command": ["srv", "--api-key", "sk-server-key-777"],
+                          "env": {"HF_TOKEN": "hf_server_token_888", "DTYPE": "bfloat16"}}})
+    assert sorted(spec.services["m"].secrets()) == ["hf_server_token_888", "sk-server-key-777"]
+    model_config(spec, spec.benchmarks[0])
+    assert redact_text("sk-server-key-777 hf_server_token_888 bfloat16").count("bfloat16") == 1
+    assert "sk-server-key-777" not in redact_text("key sk-server-key-777")
+    assert "hf_server_token_888" not in redact_text("token hf_server_token_888")

@@ -232,6 +232,13 @@ class ServerService(Strict):
                 "command": redact_args(self.command or []), "extra_args": redact_args(self.extra_args),
                 "env": sorted(self.env)}
 
+    def secrets(self) -> list[str]:
+        """The values that must never be shown or stored: of secret-like flags, and of secret-named ``env``."""
+        args = [*(self.command or []), *self.extra_args]
+        hidden = [a.partition("=")[2] if "=" in a else a for a, r in zip(args, redact_args(args), strict=True)
+                  if r != a]
+        return hidden + [v for k, v in self.env.items() if _SECRET_FLAG.match(f"--{k}")]
+
     @property
     def api_key(self) -> str | None:
         """The key the server was told to require (``--api-key KEY`` in its arguments): what nel sends it."""

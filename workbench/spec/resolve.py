@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from workbench import secrets
 from workbench.errors import UsageError
 from workbench.model.config import ModelConfig, infer_protocol
 from workbench.spec.loader import Located
@@ -17,7 +18,11 @@ def _service_model(spec: RunSpec, name: str, system_prompt: str | None, timeout:
                    located: Located | None, image_detail: str | None = None) -> ModelConfig:
     service = spec.services[name]
     assert isinstance(service, ApiService | ServerService)
-    served = service.served() if isinstance(service, ServerService) else None  # a server nel starts
+    served = None
+    if isinstance(service, ServerService):  # a server nel starts: what it serves, its secrets kept out of sight
+        served = service.served()
+        for value in service.secrets():
+            secrets.register_secret(value)
     try:
         return ModelConfig(
             url=service.url,
