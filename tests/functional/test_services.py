@@ -3,14 +3,17 @@ every way a server can fail to come up — with nothing left running afterwards,
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import signal
 import socket
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import yaml
 from nel_helpers import nel, nel_popen
 
@@ -58,6 +61,10 @@ def test_a_command_service_serves_the_run_and_is_stopped_after_it(tmp_path: Path
     assert ready is not None, done.stderr
     assert not listening(int(ready.group(2)))  # stopped with the run
     assert re.search(r"complete: 8 new steps", done.stdout) and re.search(r"steps\s+8/8", done.stdout), done.stdout
+    with duckdb.connect(str(tmp_path / "out" / "nel.duckdb"), read_only=True) as db:
+        model_url, identity = db.execute("SELECT model_url, identity FROM runs").fetchone()
+    assert model_url == "http://127.0.0.1:PORT/v1/chat/completions"  # the port is picked afresh each time
+    assert json.loads(identity)["served"]["command"] == MOCK
 
 
 def test_a_server_that_exits_is_reported_with_its_code_and_last_lines(tmp_path: Path) -> None:
@@ -115,6 +122,25 @@ def test_the_server_and_what_it_started_do_not_outlive_a_killed_nel(tmp_path: Pa
         proc.wait(10)
         assert server_pid != proc.pid and gone(server_pid), f"the server (pid {server_pid}) outlived nel"
         assert not listening(port)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_ctrl_c_stops_the_server_with_the_run(tmp_path: Path) -> None:
+    config = write_config(tmp_path, {"m": {"type": "command", "model": "mock",
+                                           "command": [*MOCK, "--latency-ms", "200"]}}, max_problems=200, repeats=4)
+    proc = nel_popen("eval", "run", str(config), cwd=tmp_path)
+    try:
+        assert proc.stderr is not None
+        port = next(int(m.group(2)) for line in proc.stderr if (m := READY.search(line)) is not None)
+        holder = port_holder(port)
+        assert holder is not None
+        time.sleep(0.5)  # the run is under way
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) != 0
+        assert gone(int(holder.split()[1])) and not listening(port)
     finally:
         if proc.poll() is None:
             proc.kill()
