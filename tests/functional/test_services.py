@@ -62,7 +62,9 @@ def test_a_command_service_serves_the_run_and_is_stopped_after_it(tmp_path: Path
     assert not listening(int(ready.group(2)))  # stopped with the run
     assert re.search(r"complete: 8 new steps", done.stdout) and re.search(r"steps\s+8/8", done.stdout), done.stdout
     with duckdb.connect(str(tmp_path / "out" / "nel.duckdb"), read_only=True) as db:
-        model_url, identity = db.execute("SELECT model_url, identity FROM runs").fetchone()
+        row = db.execute("SELECT model_url, identity FROM runs").fetchone()
+    assert row is not None
+    model_url, identity = row
     assert model_url == "http://127.0.0.1:PORT/v1/chat/completions"  # the port is picked afresh each time
     assert json.loads(identity)["served"]["command"] == MOCK
 
