@@ -219,3 +219,15 @@ def test_a_servers_secrets_are_redacted_wherever_nel_writes_text() -> None:
     assert redact_text("sk-server-key-777 hf_server_token_888 bfloat16").count("bfloat16") == 1
     assert "sk-server-key-777" not in redact_text("key sk-server-key-777")
     assert "hf_server_token_888" not in redact_text("token hf_server_token_888")
+
+
+def test_a_server_that_cannot_be_started_is_one_line(tmp_path: Any) -> None:
+    from workbench.errors import RunFailed
+    from workbench.services.server import ServerProcess
+
+    not_executable = tmp_path / "serve.txt"
+    not_executable.write_text("")
+    with pytest.raises(RunFailed) as err:
+        ServerProcess("m", [str(not_executable), "--api-key", "sk-never-shown-1"], "127.0.0.1", 1, {})
+    assert str(err.value) == (f"services.m: cannot start the server ({not_executable} --api-key REDACTED): "
+                              "Permission denied")

@@ -71,9 +71,14 @@ class ServerProcess:
         self.name, self.argv, self.host, self.port = name, argv, host, port
         # kept open while the server runs (closed by ``close``): the tail a failure quotes is read back from it
         self.log: IO[bytes] = tempfile.TemporaryFile(prefix=f"nel-service-{name}-")  # noqa: SIM115
-        self.process = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT,
-            env={**os.environ, **env}, start_new_session=True, preexec_fn=_die_with_parent)
+        try:
+            self.process = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT,
+                env={**os.environ, **env}, start_new_session=True, preexec_fn=_die_with_parent)
+        except OSError as exc:
+            self.log.close()
+            shown = redact_text(" ".join(redact_args(argv)))
+            raise RunFailed(f"services.{name}: cannot start the server ({shown}): {exc.strerror or exc}") from None
         # started after the server, so it costs the server's start-up nothing
         self.guard = subprocess.Popen(
             [sys.executable, "-S", "-c", _GUARD, str(os.getpid()), str(self.process.pid)],
