@@ -95,6 +95,7 @@ perf: install
 	$(BIN)/python tests/perf/bench_serve.py
 	$(BIN)/python tests/perf/bench_shards.py
 	$(BIN)/python tests/perf/bench_sandbox.py
+	$(BIN)/python tests/perf/bench_service_start.py
 	$(BIN)/python tests/perf/bench_serve_hostile.py
 
 # The store's promises under kill -9 and concurrent writers (a few minutes; not part of make test).

@@ -32,6 +32,7 @@ from workbench.export.artifacts import ExportResult, export_run, run_summary, wr
 from workbench.export.targets import export_after_run
 from workbench.extras import require
 from workbench.model.config import ModelConfig
+from workbench.services import ServiceFleet
 from workbench.solvers import SimpleSolver
 from workbench.solvers.base import Solver
 from workbench.solvers.tool_calling import ToolCallingSettings, ToolCallingSolver
@@ -120,23 +121,26 @@ def run(spec: RunSpec, *, resume: bool = False, retry_errors: bool = False, obse
     require_extras(spec)  # every benchmark's, before the first one starts
     run_ids: list[str] = []
     results: list[tuple[Benchmark, BenchmarkOutcome | NelError]] = []
-    for bench in spec.benchmarks:
-        if on_benchmark is not None:
-            on_benchmark(bench)
-        outcome: BenchmarkOutcome | NelError
-        try:
-            outcome = run_benchmark(spec, bench, resume=resume, retry_errors=retry_errors,
-                                    observer=_reporting(observer, run_ids))
-        except asyncio.CancelledError:
-            write_result(run_ids, "interrupted")
-            raise
-        except NelError as exc:
-            if spec.source is None:
+    with ServiceFleet(spec) as servers:  # the servers nel starts (docs/services.md), stopped however this ends
+        for i, bench in enumerate(spec.benchmarks):
+            if on_benchmark is not None:
+                on_benchmark(bench)
+            outcome: BenchmarkOutcome | NelError
+            try:
+                servers.start_for(i)
+                outcome = run_benchmark(spec, bench, resume=resume, retry_errors=retry_errors,
+                                        observer=_reporting(observer, run_ids))
+            except asyncio.CancelledError:
+                write_result(run_ids, "interrupted")
                 raise
-            outcome = exc
-        results.append((bench, outcome))
-        if on_outcome is not None:
-            on_outcome(bench, outcome)
+            except NelError as exc:
+                if spec.source is None:
+                    raise
+                outcome = exc
+            servers.done_with(i)
+            results.append((bench, outcome))
+            if on_outcome is not None:
+                on_outcome(bench, outcome)
     suite = SuiteOutcome(tuple(results), tuple(run_ids))
     write_result(run_ids, "failed" if suite.failed else "complete")
     return suite

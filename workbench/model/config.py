@@ -44,6 +44,9 @@ class ModelConfig:
     """JSON merged into every request body (a server's own parameters, e.g. vLLM's ``top_k``)."""
     image_detail: str | None = None
     """``auto``, ``low`` or ``high``: the detail every image of a prompt is sent at (``None``: as the data says)."""
+    served: Mapping[str, Any] | None = None
+    """A server nel started for the run (``services.NAME.type: vllm | ... | command``): what it serves stands
+    for the URL in the identity, whose port is picked afresh each time."""
     request_timeout: float = 120.0
     max_retries: int = 5
     backoff_base: float = 0.5
@@ -87,7 +90,7 @@ class ModelConfig:
         """Everything about the model side that changes answers (no secrets)."""
         return {
             "model_id": self.model_id,
-            "model_url": redact_url(self.endpoint),
+            "model_url": redact_url(self.endpoint) if self.served is None else _portless(self.endpoint),
             "protocol": self.protocol,
             "system_prompt": self.system_prompt,
             "temperature": self.temperature,
@@ -100,7 +103,14 @@ class ModelConfig:
             # Only when set: a run without it keeps the identity (and so the resume key) it always had.
             **({"extra_body": dict(self.extra_body)} if self.extra_body else {}),
             **({"image_detail": self.image_detail} if self.image_detail else {}),
+            **({"served": dict(self.served)} if self.served is not None else {}),
         }
+
+
+def _portless(url: str) -> str:
+    """A started server's endpoint with its (freshly picked) port written ``PORT``."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, f"{parts.hostname}:PORT", parts.path, "", ""))
 
 
 def infer_protocol(url: str) -> Protocol | None:

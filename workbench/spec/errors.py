@@ -21,6 +21,7 @@ from pydantic.fields import FieldInfo
 
 from workbench.spec.fields import kind_of
 from workbench.spec.models import RunSpec
+from workbench.spec.refused import refusal
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +49,9 @@ def first_problem(exc: ValidationError, root: type[BaseModel] = RunSpec) -> Prob
         allowed = ", ".join(place.parent_keys)
         return Problem(path, f"unknown key; expected one of: {allowed}")
     if kind == "union_tag_invalid":
+        section = "solver" if path.endswith("solver") else "service" if path.startswith("services.") else ""
+        if (refused := refusal(section, ctx.get("tag"))) is not None:
+            return Problem(_join(path, "type"), refused)
         tags = ", ".join(t.strip("'") for t in str(ctx.get("expected_tags", "")).split(", "))
         return Problem(_join(path, "type"), f"expected one of {tags}, got {ctx.get('tag')!r}")
     if kind == "literal_error":

@@ -166,12 +166,129 @@ class ResourcesService(Strict):
         return ""
 
 
+_SECRET_FLAG = re.compile(r"^--?[A-Za-z0-9_-]*(key|token|secret|password)[A-Za-z0-9_-]*$", re.IGNORECASE)
+
+
+def redact_args(args: list[str]) -> list[str]:
+    """``args`` with the value of every secret-like flag (``--api-key X``, ``--hf-token=X``) replaced."""
+    out: list[str] = []
+    for arg in args:
+        name, eq, _ = arg.partition("=")
+        if eq and _SECRET_FLAG.match(name):
+            out.append(f"{name}=REDACTED")
+        elif out and _SECRET_FLAG.match(out[-1]) and not arg.startswith("-"):
+            out.append("REDACTED")
+        else:
+            out.append(arg)
+    return out
+
+
+SERVER_TYPES = ("vllm", "sglang", "trt_llm", "command")
+"""Service types nel starts itself (``workbench.services``): a model server it serves the run with."""
+
+
+class ServerService(Strict):
+    """``type: vllm | sglang | trt_llm | command``: a model server nel starts before the first benchmark that uses
+    it, waits for (``GET /v1/models``) and stops after the last one; the benchmarks call it like an ``api``
+    service at ``http://127.0.0.1:PORT/v1`` (docs/services.md)."""
+
+    type: Literal["vllm", "sglang", "trt_llm", "command"]
+    model: NonEmpty
+    """What the server serves (vLLM's MODEL argument) and the model name every request sends."""
+    command: Annotated[list[NonEmpty] | None, Field(min_length=1)] = None
+    """``type: command`` only: the server's argv; ``{port}`` and ``{model}`` are replaced."""
+    port: Annotated[int | None, Field(ge=1, le=65535)] = None
+    """None: a free port nel picks each time (so the port is never part of the run's identity)."""
+    tensor_parallel_size: Positive | None = None
+    extra_args: list[str] = []
+    env: dict[str, str] = {}
+    """Set in the server's environment; the values are never recorded (only the names are)."""
+    startup_timeout: Seconds = 600.0
+    node_pool: NonEmpty | None = None
+    depends_on: Strings = ()
+    protocol: Literal["chat_completions", "completions", "responses"] = "chat_completions"
+    generation: Generation = Generation()
+    max_retries: Annotated[int, Field(ge=0)] = 5
+
+    _port: int | None = PrivateAttr(default=None)
+
+    @property
+    def kind(self) -> str:
+        return "api"  # the benchmarks call it as they call an api service
+
+    @property
+    def url(self) -> str:
+        """Its base URL once started (``bind``); before, with the configured port (or 0: not yet picked)."""
+        return f"http://127.0.0.1:{self._port or self.port or 0}/v1"
+
+    def bind(self, port: int | None) -> None:
+        """The port the started server listens on (None again once it is stopped)."""
+        self._port = port
+
+    def served(self) -> dict[str, Any]:
+        """What the server serves, for the run's identity: the model and every argument, with the values of
+        secret-like flags (``--api-key X``) and of ``env`` left out, and never the port (picked afresh)."""
+        return {"type": self.type, "model": self.model, "tensor_parallel_size": self.tensor_parallel_size,
+                "command": redact_args(self.command or []), "extra_args": redact_args(self.extra_args),
+                "env": sorted(self.env)}
+
+    def secrets(self) -> list[str]:
+        """The values that must never be shown or stored: of secret-like flags, and of secret-named ``env``."""
+        args = [*(self.command or []), *self.extra_args]
+        hidden = [a.partition("=")[2] if "=" in a else a for a, r in zip(args, redact_args(args), strict=True)
+                  if r != a]
+        return hidden + [v for k, v in self.env.items() if _SECRET_FLAG.match(f"--{k}")]
+
+    @property
+    def api_key(self) -> str | None:
+        """The key the server was told to require (``--api-key KEY`` in its arguments): what nel sends it."""
+        args = [*(self.command or []), *self.extra_args]
+        for i, arg in enumerate(args):
+            if arg == "--api-key" and i + 1 < len(args):
+                return args[i + 1]
+            if arg.startswith("--api-key="):
+                return arg.partition("=")[2]
+        return None
+
+    @model_validator(mode="after")
+    def _command_fits(self) -> ServerService:
+        if self.type == "command":
+            if self.command is None:
+                raise PydanticCustomError("missing", "missing required key 'command'", {"missing": "command"})
+            if self.tensor_parallel_size is not None:
+                raise problem("a command service sets its own parallelism: put it in command",
+                              "tensor_parallel_size")
+        elif self.command is not None:
+            raise problem(f"type {self.type} builds its own command line; add flags with extra_args, or use "
+                          "type: command", "command")
+        if self.protocol == "responses" and self.generation.stop:
+            raise problem("the responses protocol has no stop sequences", "generation.stop")
+        return self
+
+
 def _service_type(value: Any) -> str:
     return str(value.get("type", "api")) if isinstance(value, dict) else getattr(value, "type", "api")
 
 
-Service = Annotated[Annotated[ApiService, Tag("api")] | Annotated[ResourcesService, Tag("resources")],
+Service = Annotated[Annotated[ApiService, Tag("api")] | Annotated[ResourcesService, Tag("resources")]
+                    | Annotated[ServerService, Tag("vllm")] | Annotated[ServerService, Tag("sglang")]
+                    | Annotated[ServerService, Tag("trt_llm")] | Annotated[ServerService, Tag("command")],
                     Discriminator(_service_type)]
+
+
+def _cycle(services: dict[str, Any], start: str) -> list[str]:
+    """The ``depends_on`` path from ``start`` back to itself (``[a, b, a]``), or ``[]`` when there is none."""
+    def walk(name: str, path: list[str]) -> list[str]:
+        for dep in getattr(services.get(name), "depends_on", ()):
+            if dep == start:
+                return [*path, dep]
+            if dep not in path:
+                found = walk(dep, [*path, dep])
+                if found:
+                    return found
+        return []
+
+    return walk(start, [start])
 
 
 # ---- scoring --------------------------------------------------------------------------------------------------
@@ -302,6 +419,11 @@ Sandbox = _sandbox_model()
 
 def sandbox_of(settings: BaseModel) -> SandboxSpec:
     """A validated ``sandbox:`` mapping as the ``SandboxSpec`` the sandboxes are opened with."""
+    from workbench.errors import UsageError
+    from workbench.spec.refused import refusal
+
+    if (refused := refusal("sandbox", getattr(settings, "type", None))) is not None:
+        raise UsageError(f"sandbox.type: {refused}")
     return SandboxSpec(**settings.model_dump()).validate()
 
 
@@ -615,6 +737,7 @@ class RunSpec(Strict):
     @model_validator(mode="after")
     def _sections_agree(self, info: ValidationInfo) -> RunSpec:
         known = (info.context or {}).get("known_benchmark")
+        self._servers_agree()
         named = {name: self._sandbox(settings, f"sandboxes.{name}", {}) for name, settings in self.sandboxes.items()}
         for i, bench in enumerate(self.benchmarks):
             path = f"benchmarks.{i}"
@@ -634,6 +757,22 @@ class RunSpec(Strict):
         if self.cluster is not None and self.cluster.type == "local":
             self.cluster = None  # it runs here; the other keys may stay (-O cluster.type=local on a SLURM config)
         return self
+
+    def _servers_agree(self) -> None:
+        """``depends_on`` names services and makes no cycle; ``node_pool`` only where there are node pools."""
+        for name, service in self.services.items():
+            if not isinstance(service, ServerService):
+                continue
+            for i, dep in enumerate(service.depends_on):
+                if dep not in self.services:
+                    raise SpecProblem(f"services.{name}.depends_on.{i}", f"no service named {dep!r}; "
+                                                                         f"services: {', '.join(self.services)}")
+            cycle = _cycle(self.services, name)
+            if cycle:
+                raise SpecProblem(f"services.{name}.depends_on", f"a cycle: {' -> '.join(cycle)}")
+            if service.node_pool is not None and (self.cluster is None or self.cluster.type != "slurm"):
+                raise SpecProblem(f"services.{name}.node_pool", "places the server on a SLURM node pool; this run "
+                                                                "is local (no cluster.type: slurm): drop it")
 
     def _solver_service(self, bench: Benchmark, path: str) -> str:
         service = bench.solver.service

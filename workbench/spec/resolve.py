@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from workbench import secrets
 from workbench.errors import UsageError
 from workbench.model.config import ModelConfig, infer_protocol
 from workbench.spec.loader import Located
-from workbench.spec.models import ApiService, Benchmark, RunSpec
+from workbench.spec.models import ApiService, Benchmark, RunSpec, ServerService
 
 if TYPE_CHECKING:
     from workbench.engine.metrics import MetricSpec
@@ -16,13 +17,19 @@ if TYPE_CHECKING:
 def _service_model(spec: RunSpec, name: str, system_prompt: str | None, timeout: float,
                    located: Located | None, image_detail: str | None = None) -> ModelConfig:
     service = spec.services[name]
-    assert isinstance(service, ApiService)
+    assert isinstance(service, ApiService | ServerService)
+    served = None
+    if isinstance(service, ServerService):  # a server nel starts: what it serves, its secrets kept out of sight
+        served = service.served()
+        for value in service.secrets():
+            secrets.register_secret(value)
     try:
         return ModelConfig(
             url=service.url,
             model_id=service.model,
             protocol=service.protocol or infer_protocol(service.url) or "chat_completions",  # type: ignore[arg-type]
             api_key=service.api_key,
+            served=served,
             system_prompt=system_prompt,
             request_timeout=timeout,
             max_retries=service.max_retries,
