@@ -231,3 +231,24 @@ def test_a_server_that_cannot_be_started_is_one_line(tmp_path: Any) -> None:
         ServerProcess("m", [str(not_executable), "--api-key", "sk-never-shown-1"], "127.0.0.1", 1, {})
     assert str(err.value) == (f"services.m: cannot start the server ({not_executable} --api-key REDACTED): "
                               "Permission denied")
+
+
+def test_a_started_servers_secrets_stay_out_of_the_workers_spec_file_and_reach_them_by_environment(tmp_path):
+    """A background, SLURM or Ray worker reads the spec from a file: a server's env values and its --api-key are
+    not in it; the worker's environment carries them, and the spec it reads is the one written."""
+    from workbench.spec import load_config
+    from workbench.spec.io import read_spec, secret_env, spec_json
+
+    config = tmp_path / "suite.yaml"
+    config.write_text("services:\n  served:\n    type: command\n    model: m\n"
+                      "    command: [srv, --port, '{port}', --api-key, sk-SERVER-7d1c]\n"
+                      "    env: {HF_TOKEN: hf_SECRET_42, CUDA_VISIBLE_DEVICES: '0'}\n"
+                      "benchmarks:\n  - {name: gsm8k, solver: {service: served}}\n")
+    spec = load_config(config)[0]
+    text = spec_json(spec)
+    assert "sk-SERVER-7d1c" not in text and "hf_SECRET_42" not in text and "CUDA_VISIBLE_DEVICES" not in text
+    file = tmp_path / "spec.json"
+    file.write_text(text)
+    back = read_spec(str(file), env=secret_env(spec)).services["served"]
+    original = spec.services["served"]
+    assert (back.command, back.env) == (original.command, original.env)  # type: ignore[union-attr]

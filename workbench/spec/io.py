@@ -22,16 +22,37 @@ from pydantic import ValidationError
 
 from workbench.errors import UsageError
 from workbench.spec.errors import first_problem
-from workbench.spec.models import MAIN, ApiService, RunSpec, SpecProblem
+from workbench.spec.models import MAIN, ApiService, RunSpec, ServerService, SpecProblem, redact_args
 
 SPEC_ENV = "NEL_RUN_SPEC"
 RESULT_ENV = "NEL_RESULT_FILE"
 _KEY_ENV = "NEL_API_KEY_"
 
 
+_SERVER_ENV = "NEL_SERVER_SECRETS_"
+_SERVER_SECRET_FIELDS = ("env", "command", "extra_args")
+
+
 def spec_json(spec: RunSpec) -> str:
-    """The spec as JSON, with no secret in it."""
-    return spec.model_dump_json(exclude_none=True)
+    """The spec as JSON, with no secret in it: an ``api`` service's key is left out, and so are a started
+    server's ``env`` and any argument list holding a secret-like flag's value (``--api-key X``); a worker gets
+    them through its environment (``secret_env``)."""
+    tree = spec.model_dump(mode="json", exclude_none=True)
+    for name, service in spec.services.items():
+        if isinstance(service, ServerService) and _server_secrets(service):
+            dumped = tree["services"][name]
+            dumped["env"] = {}
+            for field in ("command", "extra_args"):
+                if field in dumped:
+                    dumped[field] = redact_args(dumped[field])
+    return orjson.dumps(tree).decode()
+
+
+def _server_secrets(service: ServerService) -> dict[str, Any]:
+    """What of a started server's settings stays out of the spec's JSON (None of it when nothing is secret)."""
+    if not service.env and not service.secrets():
+        return {}
+    return {"env": service.env, "command": service.command, "extra_args": service.extra_args}
 
 
 def key_env_name(service: str) -> str:
@@ -40,9 +61,13 @@ def key_env_name(service: str) -> str:
 
 
 def secret_env(spec: RunSpec) -> dict[str, str]:
-    """The environment a worker needs for the keys the JSON leaves out."""
-    return {key_env_name(name): s.api_key for name, s in spec.services.items()
-            if isinstance(s, ApiService) and s.api_key}
+    """The environment a worker needs for the keys (and started servers' secrets) the JSON leaves out."""
+    env = {key_env_name(name): s.api_key for name, s in spec.services.items()
+           if isinstance(s, ApiService) and s.api_key}
+    for name, service in spec.services.items():
+        if isinstance(service, ServerService) and (hidden := _server_secrets(service)):
+            env[_SERVER_ENV + re.sub(r"[^A-Za-z0-9]", "_", name).upper()] = orjson.dumps(hidden).decode()
+    return env
 
 
 def read_spec(source: str, env: Mapping[str, str] | None = None) -> RunSpec:
@@ -83,6 +108,9 @@ def _with_keys(tree: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
         return tree
     filled = {}
     for name, service in services.items():
+        hidden = env.get(_SERVER_ENV + re.sub(r"[^A-Za-z0-9]", "_", name).upper())
+        if isinstance(service, dict) and hidden:
+            service = {**service, **{k: v for k, v in orjson.loads(hidden).items() if v is not None}}
         if isinstance(service, dict) and service.get("type", "api") == "api" and "api_key" not in service:
             key = env.get(key_env_name(name))
             if key is None and name == MAIN and tree.get("source") is None:  # a run from flags: as the CLI reads it
