@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from workbench import secrets
 from workbench.errors import UsageError
+
+if TYPE_CHECKING:
+    from workbench.model.interceptors.base import InterceptorChain
 
 Protocol = Literal["chat_completions", "completions", "responses"]
 PROTOCOLS: tuple[Protocol, ...] = ("chat_completions", "completions", "responses")
@@ -48,6 +51,9 @@ class ModelConfig:
     max_retries: int = 5
     backoff_base: float = 0.5
     backoff_max: float = 30.0
+    interceptors: InterceptorChain | None = field(default=None, repr=False, compare=False)
+    """The service's interceptors (``workbench.model.interceptors``); in the identity only those that can change
+    answers (``turn_counter``, a user's), so a cached or logged run is the run it repeats."""
 
     def __post_init__(self) -> None:
         # Where a model's credentials enter the process: from here on no text the process stores,
@@ -100,6 +106,7 @@ class ModelConfig:
             # Only when set: a run without it keeps the identity (and so the resume key) it always had.
             **({"extra_body": dict(self.extra_body)} if self.extra_body else {}),
             **({"image_detail": self.image_detail} if self.image_detail else {}),
+            **({"interceptors": shaping} if self.interceptors and (shaping := self.interceptors.identity()) else {}),
         }
 
 
