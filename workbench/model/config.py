@@ -7,6 +7,7 @@ out of everything that is stored.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -119,8 +120,10 @@ def infer_protocol(url: str) -> Protocol | None:
     return None
 
 
+@functools.lru_cache(maxsize=256)
 def resolve_endpoint(url: str, protocol: Protocol) -> str:
-    """Accept a base URL (``http://host:8000`` or ``…/v1``) or a full endpoint URL."""
+    """Accept a base URL (``http://host:8000`` or ``…/v1``) or a full endpoint URL. Cached: every request's hash
+    names its endpoint (``prepare``), and parsing the URL each time was a tenth of a cache hit's cost."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise UsageError(f"--model-url: {url!r} is not an http(s) URL")
