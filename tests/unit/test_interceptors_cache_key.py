@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 
@@ -27,7 +28,7 @@ def key_of(config: ModelConfig, messages: tuple[Message, ...] = MESSAGES, attemp
     {"stop": ("###", "END")}, {"frequency_penalty": 0.0}, {"presence_penalty": 0.0}, {"extra_body": {"top_k": 21}},
     {"system_prompt": "Be brief."},
 ])
-def test_every_setting_that_decides_the_answer_changes_the_key(change: dict[str, object]) -> None:
+def test_every_setting_that_decides_the_answer_changes_the_key(change: dict[str, Any]) -> None:
     assert key_of(dataclasses.replace(BASE, **change)) != key_of(BASE)
 
 

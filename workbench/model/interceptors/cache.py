@@ -25,6 +25,7 @@ from workbench.model.interceptors.base import InterceptorContext, ModelCall
 from workbench.model.interceptors.cache_key import cache_key, scope_of
 from workbench.model.interceptors.cache_store import CacheFile, cache_file
 from workbench.model.interceptors.config import only_keys, text
+from workbench.secrets import redact_bytes, redact_value
 
 DEFAULT_FILE = "nel-cache.duckdb"
 NO_CACHE_ENV = "NEL_NO_CACHE"
@@ -105,10 +106,22 @@ class CacheInterceptor:
             return
         file, scope = self._scope(call)
         key = call.state(self).pop("key", None) or cache_key(scope, call.body, call.attempt)
-        entry = orjson.dumps({k: getattr(response, k) for k in _REPLAYED}).decode()
+        entry = _scrubbed({k: getattr(response, k) for k in _REPLAYED})
         if file.put(scope, key, entry):
             await asyncio.to_thread(file.flush)
 
     def close(self) -> None:
         if self._file is not None:
             self._file.flush()
+
+
+def _scrubbed(fields: dict[str, Any]) -> str:
+    """The entry as stored: a registered secret the model echoed never reaches the cache file (as in the store)."""
+    data = orjson.dumps(fields)
+    cleaned = redact_bytes(data)
+    if cleaned is not data and cleaned != data:
+        try:
+            orjson.loads(cleaned)
+        except orjson.JSONDecodeError:  # a secret holding a quote: redact field by field instead
+            cleaned = orjson.dumps(redact_value(fields))
+    return cleaned.decode()

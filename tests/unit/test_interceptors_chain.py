@@ -74,7 +74,7 @@ class TestTurnCounter:
     def test_each_attempt_has_its_own_count(self, tmp_path: Path) -> None:
         chain, model = build_chain([("turn_counter", {"max_turns": 1})], context(tmp_path)), Model()
 
-        async def attempts() -> list[str | None]:
+        async def attempts() -> list[Any]:
             out = []
             for repeat in range(3):
                 with attempt_scope("task", repeat):
@@ -130,9 +130,10 @@ class TestCache:
         for field in ("text", "finish_reason", "prompt_tokens", "completion_tokens", "total_tokens",
                       "reasoning_tokens", "response_id", "tool_calls", "reasoning", "http_status"):
             assert getattr(replay, field) == getattr(sent, field), field
-        assert replay.cache == "hit" and replay.latency_ms < 40.0
+        assert replay.cache == "hit" and replay.n_retries == 0
+        assert run(chain_call(second, again)).latency_ms < 40.0  # a dictionary read once the file is loaded
         counts = second.find(CacheInterceptor).counts()
-        assert (counts.hits, counts.misses) == (1, 0)
+        assert (counts.hits, counts.misses) == (2, 0)
         assert counts.path == str(tmp_path / "nel-cache.duckdb")
 
     def test_another_attempt_or_body_is_a_miss(self, tmp_path: Path) -> None:
@@ -241,3 +242,20 @@ class TestConfig:
             self.load(tmp_path, entry)
         text = str(info.value)
         assert "\n" not in text and "c.yaml:" in text and where in text and message in text, text
+
+
+def test_a_secret_the_model_echoes_never_reaches_the_cache_file(tmp_path: Path) -> None:
+    secrets.register_secret("sk-echoed-secret-98765")
+    chain = build_chain([("cache", {})], context(tmp_path))
+
+    async def echoing(body: bytes) -> ModelResponse:
+        return ModelResponse(text="your key is sk-echoed-secret-98765", finish_reason="stop", http_status=200)
+
+    chain.opened()
+    run(chain.run(call(), echoing))
+    chain.closed()
+    import duckdb
+
+    with duckdb.connect(str(tmp_path / "nel-cache.duckdb"), read_only=True) as con:
+        (stored,) = con.execute("SELECT response FROM cache_entries").fetchone() or ("",)
+    assert "sk-echoed-secret-98765" not in stored and "<redacted>" in stored
