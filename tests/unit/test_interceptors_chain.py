@@ -259,3 +259,38 @@ def test_a_secret_the_model_echoes_never_reaches_the_cache_file(tmp_path: Path) 
     with duckdb.connect(str(tmp_path / "nel-cache.duckdb"), read_only=True) as con:
         (stored,) = con.execute("SELECT response FROM cache_entries").fetchone() or ("",)
     assert "sk-echoed-secret-98765" not in stored and "<redacted>" in stored
+
+
+def test_a_benchmark_file_may_register_an_interceptor_its_config_names(tmp_path: Path) -> None:
+    """BYOB-style: `@interceptor("name")` beside `@benchmark` in a `benchmark_files` entry."""
+    from workbench.spec import load_config
+    from workbench.spec.resolve import model_config
+
+    (tmp_path / "rows.jsonl").write_text('{"question": "2+2?", "answer": "4"}\n')
+    (tmp_path / "house.py").write_text(
+        "from workbench.environments.byob import ScorerInput, benchmark, scorer\n"
+        "from workbench.model.interceptors import interceptor\n\n"
+        "@interceptor('house_seed')\n"
+        "class HouseSeed:\n"
+        "    def __init__(self, config, context):\n"
+        "        self.seed = config.get('seed', 1)\n"
+        "    async def before(self, call):\n"
+        "        body = call.json(); body['seed'] = self.seed; call.set_json(body)\n"
+        "    async def after(self, call, response):\n"
+        "        pass\n"
+        "    def close(self):\n"
+        "        pass\n\n"
+        "@benchmark(name='house-add', dataset='rows.jsonl', prompt='Q: {question}', target_field='answer')\n"
+        "@scorer\n"
+        "def same(sample: ScorerInput) -> float:\n"
+        "    return float(sample.target in sample.response)\n")
+    path = tmp_path / "c.yaml"
+    path.write_text("services:\n  main:\n    url: http://127.0.0.1:9/v1\n    model: m\n"
+                    "    interceptors:\n      - name: house_seed\n        config: {seed: 5}\n"
+                    "benchmark_files: [house.py]\nbenchmarks:\n  - name: house-add\n")
+    spec = load_config(path)[0]
+    chain = model_config(spec, spec.benchmarks[0]).interceptors
+    assert chain is not None
+    model = Model()
+    run(chain.run(call(), model))
+    assert orjson.loads(model.sent[0])["seed"] == 5
