@@ -294,3 +294,26 @@ def test_a_benchmark_file_may_register_an_interceptor_its_config_names(tmp_path:
     model = Model()
     run(chain.run(call(), model))
     assert orjson.loads(model.sent[0])["seed"] == 5
+
+
+def test_batches_are_written_during_the_run_and_the_rest_at_its_end(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cache_store, "FLUSH_EVERY", 3)
+    chain = build_chain([("cache", {})], context(tmp_path))
+    chain.opened()
+
+    async def seven() -> None:
+        for attempt in range(7):
+            await chain.run(call(attempt=attempt), Model())
+
+    run(seven())
+    import duckdb
+
+    def on_disk() -> int:
+        with duckdb.connect(str(tmp_path / "nel-cache.duckdb"), read_only=True) as con:
+            row = con.execute("SELECT count(*) FROM cache_entries").fetchone()
+        return int(row[0]) if row else 0
+
+    assert on_disk() == 6  # two batches of three while it ran
+    chain.closed()
+    assert on_disk() == 7

@@ -108,7 +108,7 @@ class CacheInterceptor:
         key = call.state(self).pop("key", None) or cache_key(scope, call.body, call.attempt)
         entry = _scrubbed({k: getattr(response, k) for k in _REPLAYED})
         if file.put(scope, key, entry):
-            await asyncio.to_thread(file.flush)
+            await asyncio.to_thread(file.write, file.take())
 
     def close(self) -> None:
         if self._file is not None:

@@ -95,12 +95,21 @@ class CacheFile:
         self._pending.append((key, scope, response, time.time()))
         return len(self._pending) >= FLUSH_EVERY
 
+    def take(self) -> list[tuple[str, str, str, float]]:
+        """The waiting entries, handed over for ``write`` (on the event loop's thread, where ``put`` runs: the list
+        is never touched by two threads)."""
+        batch, self._pending = self._pending, []
+        return batch
+
     def flush(self) -> int:
-        """Write the waiting entries (from a thread or at the end: one writer at a time); how many."""
+        """Write every waiting entry now; how many."""
+        return self.write(self.take())
+
+    def write(self, batch: list[tuple[str, str, str, float]]) -> int:
+        """Append ``batch`` to the file (from a worker thread, or at the end; one writer at a time)."""
+        if not batch:
+            return 0
         with self._lock:
-            batch, self._pending = self._pending, []
-            if not batch:
-                return 0
             self.path.parent.mkdir(parents=True, exist_ok=True)
             con = _connect(self.path, read_only=False)
             try:
