@@ -317,3 +317,16 @@ def test_batches_are_written_during_the_run_and_the_rest_at_its_end(tmp_path: Pa
     assert on_disk() == 6  # two batches of three while it ran
     chain.closed()
     assert on_disk() == 7
+
+
+def test_a_cached_or_logged_run_keeps_its_identity_and_a_turn_limit_changes_it(tmp_path: Path) -> None:
+    from workbench.model.config import ModelConfig
+
+    def identity(*settings: tuple[str, dict[str, Any]]) -> dict[str, Any]:
+        chain = build_chain(list(settings), context(tmp_path)) if settings else None
+        return ModelConfig(url="http://127.0.0.1:9/v1", model_id="m", interceptors=chain).identity()
+
+    plain = identity()
+    assert identity(("cache", {}), ("request_log", {"path": "r.jsonl"})) == plain
+    limited = identity(("cache", {}), ("turn_counter", {"max_turns": 3}))
+    assert limited == {**plain, "interceptors": [{"name": "turn_counter", "config": {"max_turns": 3}}]}
