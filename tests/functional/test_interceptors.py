@@ -178,3 +178,49 @@ def test_an_interceptor_that_cannot_be_imported_is_one_line_and_exit_2(tmp_path:
     assert len(proc.stderr.strip().splitlines()) == 1
     assert "c.yaml:" in proc.stderr and "services.main.interceptors.0.name: cannot import 'nosuch.module'" in \
         proc.stderr
+
+
+def test_turn_counter_ends_a_tool_calling_attempt_before_the_solvers_own_limit(tmp_path: Path) -> None:
+    """An agent that needs four model calls, under `turn_counter` max_turns 2 and the solver's own max_turns 10:
+    the third call is never sent, and the attempt ends as max_turns_exhausted after two tool calls."""
+    import asyncio
+
+    from workbench.environments import get_environment
+    from workbench.environments.file_tasks import SANDBOX_TOOL_ARGUMENTS
+    from workbench.mock import mock_model
+    from workbench.mock.skill import SkillProfile
+    from workbench.model.config import ModelConfig
+    from workbench.model.interceptors import InterceptorContext, attempt_scope, build_chain
+    from workbench.solvers.tool_calling import ToolCallingSettings, ToolCallingSolver
+    from workbench.solvers.tools import ToolOutcome, ToolSpec
+
+    env, idx = get_environment("file_tasks"), 9  # settings.ini: read, then two edits, then done: four model calls
+    attempt = next(a for a in range(500) if SkillProfile(0).attempt(f"file_tasks:{env.seed(idx).task_id}", None,
+                                                                    a).correct)
+    calls: list[str] = []
+
+    class Tools:
+        specs = tuple(ToolSpec(name, f"the {name} tool") for name in SANDBOX_TOOL_ARGUMENTS)
+
+        async def call(self, name: str, arguments: dict[str, Any], *, timeout: float) -> ToolOutcome:
+            calls.append(name)
+            return ToolOutcome("ok", exit_code=0 if name == "bash" else None)
+
+    class Context:
+        tools = Tools()
+
+    with mock_model(latency_ms=0, benchmarks=("file_tasks",)) as mock:
+        chain = build_chain([("turn_counter", {"max_turns": 2})], InterceptorContext(tmp_path, tmp_path))
+        solver = ToolCallingSolver(ModelConfig(url=mock.base_url, model_id="nel-mock", max_retries=0,
+                                               interceptors=chain), ToolCallingSettings(max_turns=10))
+
+        async def go() -> Any:
+            async with solver.worker() as worker:
+                with attempt_scope(env.seed(idx).task_id, attempt):
+                    return await worker.solve(env.seed(idx), attempt, Context())
+
+        before = served(mock)
+        out = asyncio.run(go())
+        assert served(mock) == before + 1 + 2  # the probes, and two model calls
+    assert out.model.failure == "max_turns_exhausted" and "turn_counter allows 2" in out.model.error
+    assert len(calls) == 2 and len(out.turns) == 3
