@@ -32,6 +32,7 @@ from workbench.export.artifacts import ExportResult, export_run, run_summary, wr
 from workbench.export.targets import export_after_run
 from workbench.extras import require
 from workbench.model.config import ModelConfig
+from workbench.model.interceptors.cache import CacheCounts
 from workbench.services import ServiceFleet
 from workbench.solvers import SimpleSolver
 from workbench.solvers.base import Solver
@@ -63,6 +64,8 @@ class BenchmarkOutcome:
     """Every metric's name (the primary first) when the benchmark is scored with several, else None."""
     exported: tuple[str, ...] = ()
     """One line per ``output.export`` target the run went to (or why it did not)."""
+    cache: CacheCounts | None = None
+    """What the solver's service's ``cache`` interceptor answered and sent on, when it has one."""
 
     @property
     def ok(self) -> bool:
@@ -212,19 +215,31 @@ def run_benchmark(spec: RunSpec, bench: Benchmark, *, resume: bool = False, retr
     with _verifier(spec, bench, env) as verifier:
         result = run_async(go(verifier))
     name = f"summary-shard-{shard.idx}.json" if shard.sharded else "summary.json"
+    cache = cache_counts(model)
+    extra = {"cache": cache.as_json()} if cache is not None else None
     export, targets = None, []
     if result.ingested and not shard.sharded:  # finished and in the file: one connection for summary and export
         with open_store(store, runs=[result.run_id]).pinned() as s:
             summary = _summary_of(s, store, result.run_id, shard)
-            summary_path = write_summary_json(output_dir, summary, result, name)
+            summary_path = write_summary_json(output_dir, summary, result, name, extra)
             export = export_run(s, result.run_id, output_dir / "runs" / result.run_id)
             targets = export_after_run(s, result.run_id, output_dir / "runs" / result.run_id, spec.output.export,
                                        spec.output.export_config)
     else:
         summary = read_summary(store, result.run_id, shard)
-        summary_path = write_summary_json(output_dir, summary, result, name)
+        summary_path = write_summary_json(output_dir, summary, result, name, extra)
     return BenchmarkOutcome(bench, result, summary, summary_path, export,
-                            None if suite is None else tuple(suite.names), tuple(targets))
+                            None if suite is None else tuple(suite.names), tuple(targets), cache)
+
+
+def cache_counts(model: ModelConfig) -> CacheCounts | None:
+    """The hits and misses of the model's ``cache`` interceptor this run (None: it has none)."""
+    if model.interceptors is None:
+        return None
+    from workbench.model.interceptors.cache import CacheInterceptor
+
+    cache = model.interceptors.find(CacheInterceptor)
+    return None if cache is None else cache.counts()
 
 
 @contextlib.contextmanager

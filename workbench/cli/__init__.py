@@ -85,6 +85,9 @@ def _add_eval_run(sub: argparse._SubParsersAction) -> None:
                    help="with --resume: attempt again the steps that ended in a transport or server failure "
                         "(429, 5xx, timeouts, dropped connections); the earlier attempts are kept in superseded_steps")
     e.add_argument("--no-progress", action="store_true", help="no live progress bar")
+    e.add_argument("--no-cache", action="store_true",
+                   help="a service's cache interceptor neither answers from nor adds to its cache this run "
+                        "(the same as NEL_NO_CACHE=1)")
     w = p.add_argument_group("workers")
     w.add_argument("--shards", type=_positive_int, metavar="N",
                    help="split the problems over N shard workers (processes, or Ray tasks with --engine ray)")

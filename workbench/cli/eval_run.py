@@ -21,6 +21,7 @@ from workbench.engine import RunProgress, RunResult, Shard
 from workbench.engine.plan import RunPlan
 from workbench.errors import NelError, UsageError
 from workbench.extras import require
+from workbench.model.interceptors.cache import NO_CACHE_ENV, CacheCounts
 from workbench.runs import BenchmarkOutcome, Observer, OnStart, read_summary, run
 from workbench.spec import Benchmark, RunSpec
 from workbench.spec.flags import spec_flags, spec_from_flags
@@ -120,6 +121,8 @@ def cmd_eval_run(args: argparse.Namespace) -> int:
     # SIGTERM (`nel eval stop`, a scheduler's preemption) is Ctrl-C from the first moment: a worker stopped while
     # it still starts up exits 130 (stopped), not killed; once the run loop runs, it records itself as interrupted.
     signal.signal(signal.SIGTERM, _interrupt)
+    if getattr(args, "no_cache", False):  # through the environment, so the shard workers it starts see it too
+        os.environ[NO_CACHE_ENV] = "1"
     engine = getattr(args, "engine", None) or "local"
     background, shards = getattr(args, "background", False), getattr(args, "shards", None)
     if getattr(args, "ray_address", None) and engine != "ray":
@@ -219,6 +222,8 @@ def print_outcome(outcome: BenchmarkOutcome, store: Path) -> None:
     lines = [render_summary(outcome.summary, store=store, title=_run_title(result, shard))]
     if outcome.metric_names is not None and not shard.sharded:
         lines += metric_lines(store, result.run_id, outcome.metric_names)
+    if outcome.cache is not None:
+        lines.append(f"  {cache_line(outcome.cache)}")
     lines.append(f"  summary  {outcome.summary_path}")
     if outcome.export is not None:
         lines.append(f"  export   {outcome.export.bundle} (+ results, trajectories, runtime stats, failure analysis)")
@@ -228,6 +233,13 @@ def print_outcome(outcome: BenchmarkOutcome, store: Path) -> None:
     print("\n".join(lines))
     if result.error is not None:
         print(f"nel: run {result.run_id} failed: {result.error}", file=sys.stderr)
+
+
+def cache_line(cache: CacheCounts) -> str:
+    """``cache    5276 hits, 0 misses (…/nel-cache.duckdb)``, or that ``--no-cache`` turned it off."""
+    if not cache.enabled:
+        return "cache    off this run (--no-cache / NEL_NO_CACHE)"
+    return f"cache    {cache.hits} hits, {cache.misses} misses ({cache.path})"
 
 
 def _run_title(result: RunResult, shard: Shard) -> str:

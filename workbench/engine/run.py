@@ -32,6 +32,7 @@ from workbench.errors import NelError, RunFailed, UsageError
 from workbench.limits import MAX_CONCURRENT
 from workbench.model.client import FatalModelError
 from workbench.model.failures import ERROR_CATEGORIES
+from workbench.model.interceptors import enter_attempt, leave_attempt
 from workbench.solvers.base import Solver, SolverOutput, SolverWorker
 from workbench.solvers.tool_calling import tool_failures
 from workbench.store.ingest import ingest
@@ -122,6 +123,8 @@ def _step_row(
     failures = tool_failures(out.turns)
     if failures:  # an agent's failure, attributed: "bash exited 1 on turn 3"
         details = {**details, "tool_failures": failures}
+    if m.cache is not None:  # the cache interceptor replayed the answer (hit) or learnt it (miss)
+        details = {**details, "cache": m.cache}
     return {
         "run_id": plan.run_id,
         "task_idx": idx,
@@ -220,6 +223,7 @@ class _Loop:
         for idx, rep, seed, seed_ms in self.work:
             started_at = time.time()
             remote = None if attempts is None else await attempts.begin(seed, rep)
+            scope = enter_attempt(seed.task_id, rep)  # the interceptors' per-attempt state (turn_counter's turns)
             try:
                 t0 = time.perf_counter()
                 out = await solver_worker.solve(seed, rep, remote)
@@ -245,6 +249,7 @@ class _Loop:
                     verdict = scorer_failed(exc)
                 t2 = time.perf_counter()
             finally:
+                leave_attempt(scope)
                 if remote is not None:  # an attempt's sandbox goes, whatever happened (Ctrl-C included)
                     await remote.close()
             row = _step_row(plan, idx, rep, seed, seed_ms + (remote.seed_ms if remote else 0.0), started_at, out,

@@ -133,9 +133,11 @@ def export_is_current(out_dir: str | Path, run_id: str, *, n_steps: int, status:
     return bundle.get("n_steps") == n_steps and bundle.get("status") == status and all(f.exists() for f in files)
 
 
-def write_summary_json(output_dir: Path, summary: RunSummary, result: Any | None, name: str) -> Path:
+def write_summary_json(output_dir: Path, summary: RunSummary, result: Any | None, name: str,
+                       extra: dict[str, Any] | None = None) -> Path:
     """``OUTPUT_DIR/runs/RUN/NAME``: the end-of-run summary (pass@k with intervals, buckets, latency) and, given
-    the engine's ``RunResult``, how the run went (status, elapsed time, steps/s, store)."""
+    the engine's ``RunResult``, how the run went (status, elapsed time, steps/s, store); ``extra``: what the run's
+    composition adds (the cache's hits and misses)."""
     folder = output_dir / "runs" / summary.run_id
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -149,6 +151,7 @@ def write_summary_json(output_dir: Path, summary: RunSummary, result: Any | None
         data["elapsed_s"] = result.elapsed_s
         data["steps_per_s"] = result.steps_written / result.elapsed_s if result.elapsed_s else None
         data["store"] = str(result.store)
+    data.update(extra or {})
     path = folder / name
     with atomic_open(path) as fh:  # whole or absent: a full disk must not leave a zero-byte summary.json behind
         fh.write(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY))

@@ -31,6 +31,7 @@ import orjson
 from workbench.model.config import ModelConfig, redact_url
 from workbench.model.content import chat_messages, responses_input
 from workbench.model.failures import FailureCategory, classify_http_error
+from workbench.model.interceptors.base import ModelCall, current_attempt
 from workbench.model.transport import FastTransport
 from workbench.secrets import redact_text
 from workbench.types import Message
@@ -97,6 +98,8 @@ class ModelResponse:
     http_status: int | None = None
     failure: FailureCategory | None = None
     error: str | None = None
+    cache: str | None = None
+    """``hit`` (replayed by the ``cache`` interceptor, the model not called) or ``miss``; None without a cache."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +164,9 @@ class ModelClient:
             headers["Authorization"] = f"Bearer {config.api_key}"
         self._headers = headers
         self._rng = rng or random.Random()
+        self._chain = config.interceptors or None
+        if self._chain is not None:
+            self._chain.opened()
         timeout = httpx.Timeout(config.request_timeout, connect=min(10.0, config.request_timeout))
         self._url = httpx.URL(self._endpoint)
         self._fast = _transport(self._url.scheme == "https")
@@ -186,6 +192,9 @@ class ModelClient:
         await self.aclose()
 
     async def aclose(self) -> None:
+        if self._chain is not None:
+            chain, self._chain = self._chain, None
+            chain.closed()
         if self._fast is not None:
             await self._fast.aclose()
         if self._http is not None:
@@ -213,7 +222,16 @@ class ModelClient:
         return self._rng.uniform(0, cap)
 
     async def generate(self, request: PreparedRequest, attempt: int) -> ModelResponse:
-        """Send ``request`` (retrying transient failures) and parse the answer."""
+        """Send ``request`` (retrying transient failures) and parse the answer, through the service's
+        interceptors when it has any (``workbench.model.interceptors``)."""
+        chain = self._chain
+        if chain is None:
+            return await self._send(request.body, attempt)
+        call = ModelCall(self._shown_endpoint, self.config.protocol, self.config.model_id, attempt, request.body,
+                         current_attempt())
+        return await chain.run(call, lambda body: self._send(body, attempt))
+
+    async def _send(self, body: bytes, attempt: int) -> ModelResponse:
         headers = {**self._headers, "X-Nel-Attempt": str(attempt)}
         started = time.perf_counter()
         out = ModelResponse()
@@ -221,7 +239,7 @@ class ModelClient:
             out.n_retries = retry
             retry_after: float | None = None
             try:
-                resp = await self._post(request.body, headers)
+                resp = await self._post(body, headers)
             except httpx.TimeoutException as exc:
                 out.failure, out.error = "timeout", f"request timed out ({type(exc).__name__})"
             except (httpx.TransportError, httpx.DecodingError) as exc:

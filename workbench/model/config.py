@@ -7,13 +7,17 @@ out of everything that is stored.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from workbench import secrets
 from workbench.errors import UsageError
+
+if TYPE_CHECKING:
+    from workbench.model.interceptors.base import InterceptorChain
 
 Protocol = Literal["chat_completions", "completions", "responses"]
 PROTOCOLS: tuple[Protocol, ...] = ("chat_completions", "completions", "responses")
@@ -51,6 +55,9 @@ class ModelConfig:
     max_retries: int = 5
     backoff_base: float = 0.5
     backoff_max: float = 30.0
+    interceptors: InterceptorChain | None = field(default=None, repr=False, compare=False)
+    """The service's interceptors (``workbench.model.interceptors``); in the identity only those that can change
+    answers (``turn_counter``, a user's), so a cached or logged run is the run it repeats."""
 
     def __post_init__(self) -> None:
         # Where a model's credentials enter the process: from here on no text the process stores,
@@ -104,6 +111,7 @@ class ModelConfig:
             **({"extra_body": dict(self.extra_body)} if self.extra_body else {}),
             **({"image_detail": self.image_detail} if self.image_detail else {}),
             **({"served": dict(self.served)} if self.served is not None else {}),
+            **({"interceptors": shaping} if self.interceptors and (shaping := self.interceptors.identity()) else {}),
         }
 
 
@@ -122,8 +130,10 @@ def infer_protocol(url: str) -> Protocol | None:
     return None
 
 
+@functools.lru_cache(maxsize=256)
 def resolve_endpoint(url: str, protocol: Protocol) -> str:
-    """Accept a base URL (``http://host:8000`` or ``…/v1``) or a full endpoint URL."""
+    """Accept a base URL (``http://host:8000`` or ``…/v1``) or a full endpoint URL. Cached: every request's hash
+    names its endpoint (``prepare``), and parsing the URL each time was a tenth of a cache hit's cost."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise UsageError(f"--model-url: {url!r} is not an http(s) URL")

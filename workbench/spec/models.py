@@ -124,7 +124,45 @@ class Generation(Strict):
         return body
 
 
-class ApiService(Strict):
+class InterceptorSettings(Strict):
+    """One entry of ``services.NAME.interceptors``: a built-in (``cache``, ``request_log``, ``turn_counter``) or a
+    user's class (``package.module:ClassName``) with its ``config`` (docs/interceptors.md)."""
+
+    name: NonEmpty
+    config: dict[str, Any] = {}
+
+    @model_validator(mode="after")
+    def _known(self) -> InterceptorSettings:
+        from workbench.model.interceptors.registry import check_config, known_name
+
+        if (why := known_name(self.name)) is not None:
+            raise problem(why, "name")
+        if (why := check_config(self.name, self.config)) is not None:
+            key, _, message = why.partition(": ")
+            raise problem(message, f"config.{key}")
+        return self
+
+
+class InterceptorsMixin(Strict):
+    """``interceptors: [{name, config}]`` between the solver and a model service (any service type that serves a
+    model inherits it), applied in order to every request."""
+
+    interceptors: list[InterceptorSettings] = []
+
+    @field_validator("interceptors")
+    @classmethod
+    def _once_each_builtin(cls, value: list[InterceptorSettings]) -> list[InterceptorSettings]:
+        from workbench.model.interceptors.registry import BUILTIN
+
+        seen: set[str] = set()
+        for i, item in enumerate(value):
+            if item.name in BUILTIN and item.name in seen:
+                raise problem(f"{item.name!r} is listed twice; keep one", f"{i}.name")
+            seen.add(item.name)
+        return value
+
+
+class ApiService(InterceptorsMixin):
     """``type: api``: an OpenAI-compatible model endpoint."""
 
     type: Literal["api"] = "api"
@@ -187,7 +225,7 @@ SERVER_TYPES = ("vllm", "sglang", "trt_llm", "command")
 """Service types nel starts itself (``workbench.services``): a model server it serves the run with."""
 
 
-class ServerService(Strict):
+class ServerService(InterceptorsMixin):
     """``type: vllm | sglang | trt_llm | command``: a model server nel starts before the first benchmark that uses
     it, waits for (``GET /v1/models``) and stops after the last one; the benchmarks call it like an ``api``
     service at ``http://127.0.0.1:PORT/v1`` (docs/services.md)."""

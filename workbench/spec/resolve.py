@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from workbench import secrets
@@ -12,6 +13,7 @@ from workbench.spec.models import ApiService, Benchmark, RunSpec, ServerService
 
 if TYPE_CHECKING:
     from workbench.engine.metrics import MetricSpec
+    from workbench.model.interceptors import InterceptorChain
 
 
 def _service_model(spec: RunSpec, name: str, system_prompt: str | None, timeout: float,
@@ -34,11 +36,27 @@ def _service_model(spec: RunSpec, name: str, system_prompt: str | None, timeout:
             request_timeout=timeout,
             max_retries=service.max_retries,
             image_detail=image_detail,
+            interceptors=_interceptors(spec, service),
             **dict(service.generation),  # the generation section's names are ModelConfig's
         )
     except UsageError as exc:
+        key, sep, message = str(exc).partition(": ")
+        if sep and key.startswith("interceptors."):  # name the entry itself: file:line of services.NAME.interceptors.I
+            where = f"services.{name}.{key}"
+            raise located.error(where, message) if located else UsageError(f"{where}: {message}") from None
         where = located.where(f"services.{name}") if located else f"services.{name}"
         raise UsageError(f"{where}: {exc}") from None
+
+
+def _interceptors(spec: RunSpec, service: ApiService | ServerService) -> InterceptorChain | None:
+    """The service's interceptors, built (a user's class imported); files are opened at the first request."""
+    if not service.interceptors:
+        return None
+    from workbench.model.interceptors import InterceptorContext, build_chain
+
+    base = spec.file.resolve().parent if spec.file else Path.cwd()
+    context = InterceptorContext(store_dir=spec.store_path.resolve().parent, base_dir=base)
+    return build_chain([(i.name, i.config) for i in service.interceptors], context)
 
 
 def model_config(spec: RunSpec, bench: Benchmark, located: Located | None = None) -> ModelConfig:
