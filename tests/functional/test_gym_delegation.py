@@ -10,7 +10,6 @@ disagreement rate nel prints is checked against the stored steps.
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import time
 from collections.abc import Iterator
@@ -25,6 +24,7 @@ from nel_helpers import assert_ok, assert_one_line_error, free_port, nel, stop
 
 from workbench.environments import get_environment
 from workbench.mock.process import mock_model
+from workbench.serve.process import serve_process
 from workbench.store import open_store
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.skipif(not GYM_PYTHON.exists(), reason=NOT_INSTALLED)]
@@ -53,13 +53,27 @@ math_with_judge:
       judge_model_server: {{type: responses_api_models, name: policy_model}}
       judge_responses_create_params: {{input: []}}
       should_use_judge: false
-nel_agent:
+simple_agent:
   responses_api_agents:
     simple_agent:
       entrypoint: app.py
       host: 127.0.0.1
       port: {agent}
       resources_server: {{type: resources_servers, name: math_with_judge}}
+      model_server: {{type: responses_api_models, name: policy_model}}
+nel_gsm8k:
+  resources_servers:
+    nel_gsm8k:
+      entrypoint: app.py
+      host: 127.0.0.1
+      port: {nel_serve}
+nel_scored_agent:
+  responses_api_agents:
+    simple_agent:
+      entrypoint: app.py
+      host: 127.0.0.1
+      port: {nel_agent}
+      resources_server: {{type: resources_servers, name: nel_gsm8k}}
       model_server: {{type: responses_api_models, name: policy_model}}
 """
 HEAD = ("from nemo_gym.server_utils import HeadServer\n"
@@ -76,12 +90,13 @@ class Gym:
 @pytest.fixture(scope="module")
 def gym(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gym]:
     work = tmp_path_factory.mktemp("gym-delegation")
-    ports = {name: free_port() for name in ("head", "model", "resources", "agent")}
-    with mock_model() as mock:
-        config = GYM_CONFIG.format(mock=mock.base_url, **ports)
+    ports = {name: free_port() for name in ("head", "model", "resources", "agent", "nel_agent")}
+    with mock_model() as mock, serve_process(["-b", "gsm8k", "--gym-compat", "--port", "0"]) as served:
+        config = GYM_CONFIG.format(mock=mock.base_url, nel_serve=served.url.rsplit(":", 1)[1], **ports)
         servers = {"policy_model": ("responses_api_models.vllm_model.app", ports["model"]),
                    "math_with_judge": ("resources_servers.math_with_judge.app", ports["resources"]),
-                   "nel_agent": ("responses_api_agents.simple_agent.app", ports["agent"])}
+                   "simple_agent": ("responses_api_agents.simple_agent.app", ports["agent"]),
+                   "nel_scored_agent": ("responses_api_agents.simple_agent.app", ports["nel_agent"])}
         log = work / "head.log"
         with log.open("wb") as sink:  # Gym's head server, as `ng_run` starts it: it names the servers
             head = subprocess.Popen([str(GYM_PYTHON), "-c", HEAD], cwd=GYM_SITE, stdout=sink,
@@ -149,20 +164,16 @@ def test_nels_scorer_decides_and_gyms_reward_is_kept_beside_it(reverified) -> No
     assert 0 < sum(s["reward"] for s in steps) < len(steps)  # a sane pass rate: right and wrong answers
 
 
-def test_the_disagreement_rate_is_printed_as_the_steps_show_it(reverified) -> None:
+def test_the_disagreement_rate_is_printed_and_kept_as_the_steps_show_it(gym: Gym, reverified) -> None:
     proc, steps = reverified
     assert_ok(proc)
     disagree = sum(orjson.loads(s["scoring_details"])["rewards_disagree"] for s in steps)
-    rate = f"{disagree / len(steps):.1%}"
-    assert f"disagreement rate {rate} ({disagree} of {len(steps)} attempts)" in proc.stdout, proc.stdout
-    summary = orjson.loads(next((proc_out := Path(_summary_path(proc))).parent.glob("summary.json")).read_bytes())
-    assert summary["extra"]["gym_delegation"]["disagree"] == disagree, proc_out
-
-
-def _summary_path(proc: subprocess.CompletedProcess[str]) -> str:
-    match = re.search(r"(\S+/runs/[^/\s]+/)\S*", proc.stdout + proc.stderr)
-    assert match, proc.stdout
-    return match.group(1) + "summary.json"
+    assert 0 < disagree < len(steps), "the check needs both agreeing and disagreeing verdicts"
+    assert f"disagreement rate {disagree / len(steps):.1%} ({disagree} of {len(steps)} attempts)" in proc.stdout
+    [summary] = (gym.work / "reverified" / "runs").glob("*/summary.json")
+    assert orjson.loads(summary.read_bytes())["extra"]["gym_delegation"] == {
+        "reward": "nel", "gym_scored": len(steps), "compared": len(steps), "disagree": disagree,
+        "disagreement_rate": disagree / len(steps)}
 
 
 def test_trust_reward_takes_gyms_verdict(gym: Gym) -> None:
@@ -177,9 +188,20 @@ def test_trust_reward_takes_gyms_verdict(gym: Gym) -> None:
     assert "rewards are Gym's (trust_reward)" in proc.stdout
 
 
+def test_an_agent_scored_by_nels_own_scorer_agrees_with_it_everywhere(gym: Gym) -> None:
+    out = gym.work / "agreeing"
+    proc = nel("eval", "run", str(_config(gym, out, gym_agent="nel_scored_agent")), "--no-progress", cwd=gym.work,
+               timeout=240)
+    assert_ok(proc)
+    steps = _steps(out)
+    assert len(steps) == PROBLEMS * REPEATS
+    assert all(orjson.loads(s["scoring_details"])["gym_reward"] == s["reward"] for s in steps)
+    assert f"disagreement rate 0.0% (0 of {len(steps)} attempts)" in proc.stdout, proc.stdout
+
+
 def test_a_wrong_agent_name_is_one_line_before_the_run(gym: Gym) -> None:
     out = gym.work / "wrong"
     proc = nel("eval", "run", str(_config(gym, out, gym_agent="no_such_agent")), "--no-progress", cwd=gym.work)
     line = assert_one_line_error(proc, 2)
-    assert "no agent 'no_such_agent'" in line and "nel_agent (simple_agent)" in line
+    assert "no agent 'no_such_agent'" in line and "simple_agent (simple_agent), nel_scored_agent (simple_agent)" in line
     assert not (out / "nel.duckdb").exists()
