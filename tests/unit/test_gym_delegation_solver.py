@@ -69,17 +69,25 @@ def http_server() -> Iterator[Any]:
     class Handler(BaseHTTPRequestHandler):
         def _answer(self) -> None:
             status, body, delay = server.reply
-            server.hits += 1
+            with server.lock:
+                server.hits += 1
+                server.in_flight += 1
+                server.most = max(server.most, server.in_flight)
             length = int(self.headers.get("Content-Length") or 0)
             server.sent = json.loads(self.rfile.read(length)) if length else None
             if delay:
                 time.sleep(delay)
+            with server.lock:
+                server.in_flight -= 1
             data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):  # the client gave up waiting (the timeout test)
+                pass
 
         do_GET = do_POST = _answer
 
@@ -87,7 +95,7 @@ def http_server() -> Iterator[Any]:
             pass
 
     server: Any = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.reply, server.hits = (200, {}, 0.0), 0
+    server.reply, server.hits, server.in_flight, server.most, server.lock = (200, {}, 0.0), 0, 0, 0, threading.Lock()
     server.url = f"http://127.0.0.1:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -187,6 +195,24 @@ class TestAnAttempt:
         attempt.result = {"reward": 0.0, "extracted_answer": "17", "response": {}}
         verdict = asyncio.run(attempt.verify(f"The answer is: {seed.expected_answer}", None))  # type: ignore[arg-type]
         assert (verdict.reward, verdict.extracted_answer, verdict.scoring_details["method"]) == (0.0, "17", "gym")
+
+
+@pytest.mark.parametrize(("limit", "most"), [(1, 1), (None, 3)])
+def test_max_concurrent_bounds_the_runs_in_flight_across_workers(http_server: Any, limit: int | None,
+                                                                 most: int) -> None:
+    http_server.reply = (200, {"reward": 1.0, "response": {}}, 0.2)
+    env, solver = _delegation(http_server.url, max_concurrent=limit)
+
+    async def one() -> None:
+        seed = env.seed(0)
+        async with env.attempt_worker() as opener, solver.worker() as worker:
+            await worker.solve(seed, 0, await opener.begin(seed, 0))
+
+    async def three() -> None:
+        await asyncio.gather(one(), one(), one())
+
+    asyncio.run(three())
+    assert (http_server.hits, http_server.most) == (3, most)
 
 
 class TestAnAgentThatFails:

@@ -171,7 +171,7 @@ class GymDelegationSolver:
 
     def __init__(self, model: ModelConfig, settings: DelegationSettings) -> None:
         self.model, self.settings = model, settings
-        self._gate: asyncio.Semaphore | None = None
+        self._gates: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
 
     def identity(self) -> dict[str, Any]:
         s = self.settings
@@ -181,11 +181,12 @@ class GymDelegationSolver:
 
     @asynccontextmanager
     async def worker(self) -> AsyncIterator[_DelegationWorker]:
-        if self._gate is None and self.settings.max_concurrent is not None:
-            self._gate = asyncio.Semaphore(self.settings.max_concurrent)  # every worker's /run shares it
+        gate = None
+        if self.settings.max_concurrent is not None:  # one per event loop, shared by every worker of the run
+            gate = self._gates.setdefault(asyncio.get_running_loop(), asyncio.Semaphore(self.settings.max_concurrent))
         timeout = httpx.Timeout(self.settings.timeout, connect=min(10.0, self.settings.timeout))
         async with httpx.AsyncClient(timeout=timeout, follow_redirects=False) as client:
-            yield _DelegationWorker(self, client)
+            yield _DelegationWorker(self, client, gate)
 
     async def preflight(self) -> None:
         """The agent was found by name before the run (``workbench.gym.agents``); its /run is not probed, since
@@ -193,8 +194,9 @@ class GymDelegationSolver:
 
 
 class _DelegationWorker:
-    def __init__(self, solver: GymDelegationSolver, client: httpx.AsyncClient) -> None:
-        self._solver, self._client = solver, client
+    def __init__(self, solver: GymDelegationSolver, client: httpx.AsyncClient,
+                 gate: asyncio.Semaphore | None) -> None:
+        self._solver, self._client, self._gate = solver, client, gate
 
     async def solve(self, seed: SeedResult, attempt: int, context: AttemptContext | None = None) -> SolverOutput:
         if not isinstance(context, DelegatedAttempt):
@@ -202,11 +204,10 @@ class _DelegationWorker:
         body = {**context.row, "responses_create_params": {**context.row["responses_create_params"],
                                                            **_sampling(self._solver.model)}}
         started = time.perf_counter()
-        gate = self._solver._gate
-        if gate is None:
+        if self._gate is None:
             result, model = await self._run(body)
         else:
-            async with gate:
+            async with self._gate:
                 result, model = await self._run(body)
         model.latency_ms = (time.perf_counter() - started) * 1000.0
         params = body["responses_create_params"]
