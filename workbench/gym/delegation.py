@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +26,8 @@ import httpx
 import orjson
 
 from workbench.engine.verify_pool import Scoring, default_verifier
-from workbench.environments.base import AnswerKeyEntry, Capabilities, EvalEnvironment
+from workbench.environments.base import Capabilities, EvalEnvironment
+from workbench.environments.wrapped import Wrapped
 from workbench.errors import UsageError
 from workbench.gym.agents import GymAgent
 from workbench.gym.importer import _reply, _tokens, scrub
@@ -103,11 +104,10 @@ class _Opener:
         return DelegatedAttempt(owner, seed, row)
 
 
-class DelegatedEnvironment(EvalEnvironment):
+class DelegatedEnvironment(Wrapped):
     """``inner``, its attempts run by a Gym agent: seeded and identified as ``inner``, scored by ``inner``'s scorer
     (in threads: the event loop is shared with every other attempt) unless Gym's reward is trusted."""
 
-    requires_sandbox = False
     capabilities = Capabilities(remote_attempts=True)
 
     def __init__(self, inner: EvalEnvironment, settings: DelegationSettings) -> None:
@@ -126,9 +126,6 @@ class DelegatedEnvironment(EvalEnvironment):
             self._scoring = default_verifier(self.inner)
         return self._scoring
 
-    def __len__(self) -> int:
-        return len(self.inner)
-
     def seed(self, idx: int) -> SeedResult:
         seed = self.inner.seed(idx)
         self._indices[seed.task_id] = idx
@@ -145,20 +142,6 @@ class DelegatedEnvironment(EvalEnvironment):
     @asynccontextmanager
     async def attempt_worker(self) -> AsyncIterator[_Opener]:  # type: ignore[override]
         yield _Opener(self)
-
-    @property
-    def data_hash(self) -> str:
-        return self.inner.data_hash
-
-    @property
-    def dataset_identity(self) -> dict[str, str] | None:
-        return self.inner.dataset_identity
-
-    def check_answer_key(self, idx: int) -> tuple[bool, str]:
-        return self.inner.check_answer_key(idx)
-
-    def answer_key(self) -> Iterator[AnswerKeyEntry]:
-        return self.inner.answer_key()
 
     def describe(self) -> dict[str, Any]:
         return {**self.inner.describe(), "solver": "gym_delegation", "gym_agent": self.settings.agent.name}
