@@ -272,6 +272,7 @@ class TestTheConfig:
          "not with a gym_delegation solver"),
         ("name: gsm8k", "name: gym://127.0.0.1:9000", "benchmarks.0.name", "already served by Gym"),
         ("service: model, ", "", "benchmarks.0.solver", "service"),
+        ("service: model, ", "service: agent, ", "benchmarks.0.solver.service", "'agent' is a Gym deployment"),
     ])
     def test_each_mistake_is_one_line_naming_file_line_and_key(self, tmp_path: Path, old: str, new: str,
                                                               where: str, what: str) -> None:

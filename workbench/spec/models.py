@@ -686,8 +686,9 @@ class RunSpec(Strict):
         elif service not in self.services:
             raise SpecProblem(f"{path}.solver.service",
                               f"no service named {service!r}; services: {', '.join(self.services)}")
-        if self.services[service].kind != "api":
-            raise SpecProblem(f"{path}.solver.service", f"{service!r} is a resources server, not a model; name a "
+        if (kind := self.services[service].kind) != "api":
+            what = "a Gym deployment" if kind == "gym" else "a resources server"
+            raise SpecProblem(f"{path}.solver.service", f"{service!r} is {what}, not a model; name a "
                                                         "model service (type: api)")
         return service
 
