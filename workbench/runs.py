@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from workbench.analysis.run_summary import RunSummary, summarize
 from workbench.engine import RunProgress, RunResult, Shard, run_evaluation, shard_from_env
@@ -43,6 +43,9 @@ from workbench.store import open_store
 from workbench.store.reader import Store
 from workbench.types import RunStatus
 from workbench.workers.local import LAUNCH_ENV
+
+if TYPE_CHECKING:
+    from workbench.gym.agents import GymAgent
 
 T = TypeVar("T")
 OnStart = Callable[[RunProgress, RunPlan], None]
@@ -122,6 +125,8 @@ def run(spec: RunSpec, *, resume: bool = False, retry_errors: bool = False, obse
     result file (``$NEL_RESULT_FILE``), never from its output. Interrupted (Ctrl-C, SIGTERM): records that, and
     raises ``asyncio.CancelledError``; completed steps are kept."""
     require_extras(spec)  # every benchmark's, before the first one starts
+    for bench in spec.benchmarks:  # every Gym agent found by name, before the first one starts too
+        _gym_agent(spec, bench)
     run_ids: list[str] = []
     results: list[tuple[Benchmark, BenchmarkOutcome | NelError]] = []
     with ServiceFleet(spec) as servers:  # the servers nel starts (docs/services.md), stopped however this ends
@@ -182,7 +187,7 @@ def run_benchmark(spec: RunSpec, bench: Benchmark, *, resume: bool = False, retr
     specs = metric_specs(spec, bench)
     suite = None if specs is None else MetricSuite(env, specs)
     shard = shard_from_env()
-    solver, tools = _solver(env, bench, model)
+    env, solver, tools = _delegated(spec, bench, env, model) or (env, *_solver(env, bench, model))
     resume_key = f"{Path(spec.source).resolve()}#{bench.path}" if spec.source else None
 
     async def go(verifier: Scoring | None) -> RunResult:
@@ -220,13 +225,15 @@ def run_benchmark(spec: RunSpec, bench: Benchmark, *, resume: bool = False, retr
     export, targets = None, []
     if result.ingested and not shard.sharded:  # finished and in the file: one connection for summary and export
         with open_store(store, runs=[result.run_id]).pinned() as s:
-            summary = _summary_of(s, store, result.run_id, shard)
+            summary = _with_agreement(_summary_of(s, store, result.run_id, shard), s, solver)
             summary_path = write_summary_json(output_dir, summary, result, name, extra)
             export = export_run(s, result.run_id, output_dir / "runs" / result.run_id)
             targets = export_after_run(s, result.run_id, output_dir / "runs" / result.run_id, spec.output.export,
                                        spec.output.export_config)
     else:
         summary = read_summary(store, result.run_id, shard)
+        if solver.name == "gym_delegation":
+            summary = open_store(store, runs=[result.run_id]).on_snapshot(lambda s: _with_agreement(summary, s, solver))
         summary_path = write_summary_json(output_dir, summary, result, name, extra)
     return BenchmarkOutcome(bench, result, summary, summary_path, export,
                             None if suite is None else tuple(suite.names), tuple(targets), cache)
@@ -303,6 +310,46 @@ def _solver(env: EvalEnvironment, bench: Benchmark, model: Any) -> tuple[Solver,
                          "docker|local, or sandbox: in a config)")
     solver: Solver = SimpleSolver(model) if tools is None else ToolCallingSolver(model, tools)
     return solver, tools
+
+
+def _with_agreement(summary: RunSummary, s: Store, solver: Solver) -> RunSummary:
+    """A delegated run's summary with how often nel's and Gym's rewards disagreed (``extra.gym_delegation``)."""
+    if solver.name != "gym_delegation":
+        return summary
+    from workbench.gym.delegation import agreement
+
+    return dataclasses.replace(summary, extra={**summary.extra, "gym_delegation": agreement(s, summary.run_id)})
+
+
+def _gym_agent(spec: RunSpec, bench: Benchmark) -> GymAgent | None:
+    """The Gym agent server a ``gym_delegation`` benchmark names, looked up on its head server (``UsageError``,
+    exit 2, for a name it does not have); None for any other solver."""
+    from workbench.spec.models import GymDelegationSolver as Delegation
+
+    s = bench.solver
+    if not isinstance(s, Delegation):
+        return None
+    from workbench.gym.agents import find_agent
+
+    return find_agent(spec.services[s.gym_service].url, s.gym_agent, f"{bench.path}.solver.gym_agent")
+
+
+def _delegated(spec: RunSpec, bench: Benchmark, env: EvalEnvironment,
+               model: ModelConfig) -> tuple[EvalEnvironment, Solver, None] | None:
+    """A ``gym_delegation`` solver's benchmark and solver (a Gym agent runs each attempt), its agent found by name
+    before the run starts; None for any other solver."""
+    from workbench.spec.models import GymDelegationSolver as Delegation
+
+    s = bench.solver
+    if not isinstance(s, Delegation):
+        return None
+    from workbench.gym.delegation import DelegatedEnvironment, DelegationSettings, GymDelegationSolver
+
+    agent = _gym_agent(spec, bench)
+    assert agent is not None
+    settings = DelegationSettings(agent, s.trust_reward, s.timeout, s.max_concurrent, s.max_retries,
+                                  bench.effective_system_prompt)
+    return DelegatedEnvironment(env, settings), GymDelegationSolver(model, settings), None
 
 
 @asynccontextmanager

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from workbench.analysis.run_summary import RunSummary
 from workbench.types import BenchmarkFigures
@@ -43,6 +44,8 @@ def render_summary(summary: RunSummary, *, store: Path, title: str) -> str:
     )
     lat = s.latency_ms
     lines.append(f"  latency  p50 {lat[50]:.1f} ms, p90 {lat[90]:.1f} ms, p99 {lat[99]:.1f} ms")
+    if (gym := s.extra.get("gym_delegation")) is not None:
+        lines.append(f"  gym      {render_agreement(gym)}")
     lines.append(f"  store    {store}  (run {s.run_id})")
     return "\n".join(lines)
 
@@ -52,3 +55,13 @@ def render_figures(figures: BenchmarkFigures, indent: str = "  ") -> list[str]:
     values = "  ".join(f"{name} {value:.4f}" for name, value in figures.values.items())
     whose = f"{figures.source}'" if figures.source.endswith("s") else f"{figures.source}'s"
     return [f"{indent}{whose} figures over {figures.n_steps} {figures.over}:", f"{indent}  {values}"]
+
+
+def render_agreement(gym: dict[str, Any]) -> str:
+    """A delegated run's rewards: whose they are, and how often nel's scorer and Gym's /verify disagreed."""
+    if gym["reward"] == "gym":
+        return f"rewards are Gym's (trust_reward): {gym['gym_scored']} attempts scored by its /verify"
+    rate = gym["disagreement_rate"]
+    shown = "-" if rate is None else f"{rate:.1%}"
+    return (f"nel re-verified the Gym agent's answers: disagreement rate {shown} "
+            f"({gym['disagree']} of {gym['compared']} attempts)")

@@ -10,11 +10,12 @@ the agent left); then it is removed, whatever happened, model failure and Ctrl-C
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Protocol, runtime_checkable
 
-from workbench.environments.base import AnswerKeyEntry, Capabilities, EvalEnvironment, VerifyResult
+from workbench.environments.base import Capabilities, EvalEnvironment, VerifyResult
+from workbench.environments.wrapped import Wrapped
 from workbench.errors import UsageError
 from workbench.model.client import ModelResponse
 from workbench.sandbox.base import Sandbox, Sandboxes, finish_despite_cancel
@@ -83,14 +84,13 @@ class _AttemptOpener:
         except BaseException:
             await finish_despite_cancel(session.__aexit__(None, None, None))
             raise
-        return SandboxAttempt(owner.inner, box, session, seed, (time.perf_counter() - started) * 1000.0,
+        return SandboxAttempt(owner.scored, box, session, seed, (time.perf_counter() - started) * 1000.0,
                               owner.tools, owner.sandboxes.spec.timeout, owner.artifact)
 
 
-class Sandboxed(EvalEnvironment):
+class Sandboxed(Wrapped):
     """``inner`` with a sandbox per attempt from ``sandboxes``; ``tools``: offer the sandbox tools."""
 
-    requires_sandbox = False
     capabilities = Capabilities(remote_attempts=True, sandboxed=True)
 
     def __init__(self, inner: EvalEnvironment, sandboxes: Sandboxes, *, tools: bool = False,
@@ -98,18 +98,13 @@ class Sandboxed(EvalEnvironment):
         if not isinstance(inner, SandboxScored):
             raise UsageError(f"{inner.name}: this benchmark is not scored in a sandbox; run it without one")
         self.inner = inner
+        self.scored: SandboxScored = inner  # the same benchmark, as the sandbox verdict sees it
         self.sandboxes = sandboxes
         self.tools = tools
         self.name = inner.name
         # sandbox_artifact: what is scored is the file the benchmark names (HumanEval: solution.py), as the
         # agent left it; a benchmark that inspects the whole sandbox (file_tasks) names none.
         self.artifact: str | None = getattr(inner, "ARTIFACT", None) if response_mode == "sandbox_artifact" else None
-
-    def __len__(self) -> int:
-        return len(self.inner)
-
-    def seed(self, idx: int) -> SeedResult:
-        return self.inner.seed(idx)
 
     def setup_files(self, seed: SeedResult) -> dict[str, str]:
         files = getattr(self.inner, "setup_files", None)
@@ -129,20 +124,6 @@ class Sandboxed(EvalEnvironment):
         return {"type": spec.type, "image": spec.image if spec.type == "docker" else None, "timeout": spec.timeout,
                 "memory": spec.memory_bytes, "cpus": spec.cpus, "network": spec.network, "tools": self.tools,
                 "artifact": self.artifact}
-
-    @property
-    def data_hash(self) -> str:
-        return self.inner.data_hash
-
-    @property
-    def dataset_identity(self) -> dict[str, str] | None:
-        return self.inner.dataset_identity
-
-    def check_answer_key(self, idx: int) -> tuple[bool, str]:
-        return self.inner.check_answer_key(idx)
-
-    def answer_key(self) -> Iterator[AnswerKeyEntry]:
-        return self.inner.answer_key()
 
     def describe(self) -> dict[str, Any]:
         return {**self.inner.describe(), "requires_sandbox": False, "sandbox": self.sandboxes.backend}

@@ -15,53 +15,17 @@ from __future__ import annotations
 
 import os
 import tempfile
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from workbench.catalogue.choices import LETTERS
 from workbench.environments.base import EvalEnvironment
 from workbench.errors import UsageError, path_error
+from workbench.gym.rows import gym_row, mcq_options
 
-_UUID_NAMESPACE = uuid.UUID("6f1d3c52-4b5e-4f0e-9a57-6e656c736572")
-
-
-def gym_row(env: EvalEnvironment, idx: int, system_prompt: str | None = None) -> dict[str, Any]:
-    """Problem ``idx`` as a Gym dataset row; ``system_prompt`` is added unless the benchmark has its own."""
-    seed = env.seed(idx)
-    messages = [dict(m) for m in seed.messages]
-    if system_prompt and not any(m.get("role") in ("system", "developer") for m in messages):
-        messages.insert(0, {"role": "system", "content": system_prompt})
-    row: dict[str, Any] = {
-        "responses_create_params": {"input": messages},
-        "question": seed.prompt,
-        "expected_answer": seed.expected_answer,
-        # stable across exports of the same data; the index keeps identical problems apart
-        "uuid": str(uuid.uuid5(_UUID_NAMESPACE, f"{env.name}\0{idx}\0{seed.task_id}")),
-        "eval_type": env.name,
-        "task_id": seed.task_id,
-        "benchmark": env.name,
-        "metadata": dict(seed.metadata),
-    }
-    options = mcq_options(env, idx)
-    if options is not None:
-        row["options"] = options
-    return row
-
-
-def mcq_options(env: EvalEnvironment, idx: int) -> list[dict[str, str]] | None:
-    """A multiple-choice problem's options as Gym's ``mcqa`` server reads them (``[{"A": text}, ...]``);
-    ``None`` for any other benchmark. The letters are the ones the prompt shows."""
-    rows = getattr(env, "rows", None)
-    if env.describe().get("scorer") != "multiple_choice" or not isinstance(rows, list):
-        return None
-    texts = rows[idx].get("options", rows[idx].get("choices"))
-    if not isinstance(texts, list):
-        return None
-    return [{LETTERS[i]: str(text)} for i, text in enumerate(texts[: len(LETTERS)])]
+__all__ = ["export_data", "gym_row", "gym_rows", "mcq_options"]
 
 
 def gym_rows(env: EvalEnvironment, system_prompt: str | None = None) -> Iterator[dict[str, Any]]:

@@ -304,14 +304,30 @@ class ServerService(InterceptorsMixin):
         return self
 
 
+class GymService(Strict):
+    """``type: gym``: a NeMo Gym deployment, reached through its head server (the address ``ng_run`` prints),
+    whose agent servers a ``gym_delegation`` solver runs attempts on."""
+
+    type: Literal["gym"]
+    url: NonEmpty
+
+    @property
+    def kind(self) -> str:
+        return "gym"
+
+    @property
+    def model(self) -> str:
+        return ""
+
+
 def _service_type(value: Any) -> str:
     return str(value.get("type", "api")) if isinstance(value, dict) else getattr(value, "type", "api")
 
 
 Service = Annotated[Annotated[ApiService, Tag("api")] | Annotated[ResourcesService, Tag("resources")]
                     | Annotated[ServerService, Tag("vllm")] | Annotated[ServerService, Tag("sglang")]
-                    | Annotated[ServerService, Tag("trt_llm")] | Annotated[ServerService, Tag("command")],
-                    Discriminator(_service_type)]
+                    | Annotated[ServerService, Tag("trt_llm")] | Annotated[ServerService, Tag("command")]
+                    | Annotated[GymService, Tag("gym")], Discriminator(_service_type)]
 
 
 def _cycle(services: dict[str, Any], start: str) -> list[str]:
@@ -430,12 +446,35 @@ class ToolSolver(Strict):
     response_mode: Literal["final_message", "sandbox_artifact"] = "final_message"
 
 
+class GymDelegationSolver(Strict):
+    """``solver: {type: gym_delegation, ...}``: a NeMo Gym agent server (``gym_agent`` of the ``type: gym`` service
+    ``gym_service``) runs each attempt through its ``/run``; nel keeps the transcript and scores the answer again
+    with the benchmark's scorer unless ``trust_reward`` (docs/gym.md). ``service`` is the model the agent calls,
+    as the run records it."""
+
+    type: Literal["gym_delegation"]
+    service: NonEmpty
+    gym_service: NonEmpty
+    gym_agent: NonEmpty | None = None
+    trust_reward: bool = False
+    system_prompt: NonEmpty | None = None
+    timeout: Seconds = 600.0
+    """Per attempt: a whole rollout (every model and tool call) must finish within it."""
+    max_concurrent: Positive | None = None
+    """Attempts the agent runs at once (default: the benchmark's max_concurrent)."""
+    max_retries: Annotated[int, Field(ge=0)] = 3
+
+    @property
+    def image_detail(self) -> None:
+        return None
+
+
 def _solver_type(value: Any) -> str:
     return str(value.get("type", "simple")) if isinstance(value, dict) else getattr(value, "type", "simple")
 
 
-Solver = Annotated[Annotated[SimpleSolver, Tag("simple")] | Annotated[ToolSolver, Tag("tool_calling")],
-                   Discriminator(_solver_type)]
+Solver = Annotated[Annotated[SimpleSolver, Tag("simple")] | Annotated[ToolSolver, Tag("tool_calling")]
+                   | Annotated[GymDelegationSolver, Tag("gym_delegation")], Discriminator(_solver_type)]
 
 
 def _sandbox_model() -> type[BaseModel]:
@@ -792,6 +831,8 @@ class RunSpec(Strict):
                 self._judges_agree(bench, f"{path}.scoring")
             if bench.tool_solver is not None:
                 self._tools_agree(bench, bench.tool_solver, f"{path}.solver")
+            if isinstance(bench.solver, GymDelegationSolver):
+                self._delegation_agrees(bench, bench.solver, f"{path}.solver")
         if self.cluster is not None and self.cluster.type == "local":
             self.cluster = None  # it runs here; the other keys may stay (-O cluster.type=local on a SLURM config)
         return self
@@ -822,8 +863,9 @@ class RunSpec(Strict):
         elif service not in self.services:
             raise SpecProblem(f"{path}.solver.service",
                               f"no service named {service!r}; services: {', '.join(self.services)}")
-        if self.services[service].kind != "api":
-            raise SpecProblem(f"{path}.solver.service", f"{service!r} is a resources server, not a model; name a "
+        if (kind := self.services[service].kind) != "api":
+            what = "a Gym deployment" if kind == "gym" else "a resources server"
+            raise SpecProblem(f"{path}.solver.service", f"{service!r} is {what}, not a model; name a "
                                                         "model service (type: api)")
         return service
 
@@ -887,6 +929,22 @@ class RunSpec(Strict):
         if solver.response_mode == "sandbox_artifact" and not has_sandbox:
             raise SpecProblem(f"{path}.response_mode", "sandbox_artifact is what the agent leaves in its sandbox: "
                                                        "give the benchmark a sandbox")
+
+    def _delegation_agrees(self, bench: Benchmark, solver: GymDelegationSolver, path: str) -> None:
+        service = self.services.get(solver.gym_service)
+        if service is None:
+            raise SpecProblem(f"{path}.gym_service", f"no service named {solver.gym_service!r}; "
+                                                     f"services: {', '.join(self.services)}")
+        if service.kind != "gym":
+            raise SpecProblem(f"{path}.gym_service", f"{solver.gym_service!r} is not a Gym deployment; name a "
+                                                     "service of type: gym (its head server's url)")
+        for key, why in (("scoring", "nel scores with the benchmark's own scorer, Gym with its resources server"),
+                         ("sandbox", "the Gym agent's resources server is where its attempts run")):
+            if getattr(bench, key) is not None:
+                raise SpecProblem(f"{bench.path}.{key}", f"not with a gym_delegation solver: {why}")
+        if bench.name.startswith("gym://"):
+            raise SpecProblem(f"{bench.path}.name", "a gym:// benchmark is already served by Gym; a gym_delegation "
+                                                    "solver runs a built-in, lm-eval or BYOB benchmark")
 
     # ---- what the rest of nel reads ---------------------------------------------------------------------------
     @property
