@@ -125,7 +125,10 @@ def test_reimport_writes_nothing_and_both_readers_store_the_same_steps(inspect_l
     [again] = import_inspect(store_a, path)
 
     assert a.run_id == b.run_id and again.already_imported and again.run_id == a.run_id
-    assert _steps(store_a, a.run_id) == _steps(store_b, b.run_id)
+    steps_a, steps_b = _steps(store_a, a.run_id), _steps(store_b, b.run_id)
+    differing = {k for x, y in zip(steps_a, steps_b, strict=True) for k in x if x[k] != y[k]}
+    assert not differing, differing
+    assert steps_a == steps_b
     assert len(_steps(store_a, a.run_id)) == N_PROBLEMS * EPOCHS
 
 
