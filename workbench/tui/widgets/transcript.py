@@ -1,15 +1,25 @@
-"""The transcript of one attempt: messages, reply, tool calls, error and scoring, wrapped to the width."""
+"""The transcript of one attempt: messages, reply, tool calls, error and scoring, wrapped to the width.
+
+A tool's output folds to its title line (``▶ output of bash (… 240 lines)``; ``o`` opens or folds the part at
+the top, ``O`` every part), as Textual's ``Collapsible`` does, but drawn inside this one line-rendered view:
+a 2 MB agent transcript stays a single widget that renders only the rows on screen. Search (``search``)
+finds text in folded parts too and opens the part it lands in.
+"""
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.style import Style
 from textual.binding import Binding, BindingType
+from textual.message import Message
 
 from workbench.analysis.triage import Block
-from workbench.tui.widgets.wrapped import Line, WrappedView, clean, wrap_pieces
+from workbench.tui.search import TextSearch
+from workbench.tui.widgets.wrapped import Line, WrappedView, clean, overlay, wrap_offsets
 
 TITLE_STYLES: dict[str, Style] = {
     "system": Style(color="magenta", bold=True),
@@ -24,46 +34,148 @@ BODY_STYLES: dict[str, Style] = {
     "reasoning": Style(italic=True, dim=True),
     "error": Style(color="red"),
 }
+MATCH = Style(color="black", bgcolor="yellow")
+CURRENT_MATCH = Style(color="black", bgcolor="bright_magenta", bold=True)
+FOLD_HINT = Style(dim=True)
 _PLAIN = Style()
 
 
+@dataclass(slots=True)
+class _Source:
+    """The transcript's text, built once per ``show``: every logical line (titles and body lines) joined into
+    one searchable text, and where each line starts in it."""
+
+    search: TextSearch
+    line_start: list[int]
+    line_block: list[int]
+    block_first_line: list[int]
+
+
+def _source(blocks: Sequence[Block]) -> _Source:
+    texts: list[str] = []
+    line_block: list[int] = []
+    first: list[int] = []
+    for i, block in enumerate(blocks):
+        first.append(len(texts))
+        body = clean(block.text).split("\n")
+        texts += [f"── {block.title} ", *body]
+        line_block += [i] * (1 + len(body))
+    starts, pos = [], 0
+    for text in texts:
+        starts.append(pos)
+        pos += len(text) + 1
+    return _Source(TextSearch("\n".join(texts)), starts, line_block, first)
+
+
 class TranscriptView(WrappedView):
-    """Shows a list of transcript blocks; ``n``/``p`` jump between them."""
+    """Shows a list of transcript blocks; ``n``/``p`` jump between them (``n``/``N`` between search matches while
+    a search is on), ``o`` folds or opens a tool's output."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("n", "next_block", "Next part"),
         Binding("p", "previous_block", "Prev part"),
+        Binding("N", "previous_match", "Prev match", show=False),
+        Binding("o", "fold", "Fold/open", tooltip="Fold or open the tool output at the top of the view"),
+        Binding("O", "fold_all", "Fold/open all", show=False, tooltip="Fold or open every tool output"),
     ]
+
+    class SearchMoved(Message):
+        """The search's query or current match changed (``status`` says where it is, for the screen)."""
+
+        def __init__(self, status: str) -> None:
+            super().__init__()
+            self.status = status
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self._blocks: list[Block] = []
         self._starts: list[int] = []
+        self._folded: set[int] = set()
+        self._source = _source(())
+        self._current: int | None = None
+        # Per visual line: the searchable range of the text it shows, and the column that range starts at.
+        self._vis_start: list[int] = []
+        self._vis_end: list[int] = []
+        self._vis_col: list[int] = []
+        self._line_vis: list[int] = []
+
+    @property
+    def blocks(self) -> list[Block]:
+        return self._blocks
 
     def show(self, blocks: Sequence[Block]) -> None:
-        """Replace the content and go back to the top."""
+        """Replace the content (long tool outputs folded), keep the search's query, and go back to the top."""
+        query = self._source.search.query
         self._blocks = list(blocks)
+        self._folded = {i for i, b in enumerate(self._blocks) if b.folded}
+        self._source = _source(self._blocks)
+        self._source.search.query = query
+        self._current = None
         self.content_changed()
         self.scroll_to(y=0, animate=False)
+        if query:
+            self.post_message(self.SearchMoved(self.search_status()))
 
+    # ---- layout ----------------------------------------------------------------------------------------------
     def wrap_lines(self, width: int) -> list[Line]:
         lines: list[Line] = []
-        self._starts = []
-        for block in self._blocks:
+        self._starts, self._vis_start, self._vis_end, self._vis_col = [], [], [], []
+        self._line_vis = [-1] * len(self._source.line_start)
+        src = self._source
+        for i, block in enumerate(self._blocks):
             self._starts.append(len(lines))
+            first = src.block_first_line[i]
+            folded = i in self._folded
+            mark = ("▶ " if folded else "▼ ") if block.foldable else ""
             head = f"── {block.title} "
-            lines.append(((head + "─" * max(0, width - len(head)), TITLE_STYLES.get(block.kind, _PLAIN)),))
-            body = BODY_STYLES.get(block.kind, _PLAIN)
-            for text in clean(block.text).split("\n"):
-                lines += wrap_pieces([(text, body)], width)
+            hint = "(o opens) " if folded else ""
+            rule = "─" * max(0, width - len(mark) - len(head) - len(hint))
+            style = TITLE_STYLES.get(block.kind, _PLAIN)
+            self._line_vis[first] = len(lines)
+            self._record(src.line_start[first], len(head), len(mark))
+            lines.append(((mark, style), (head, style), (hint, FOLD_HINT), (rule, style)))
+            if not folded:
+                body = BODY_STYLES.get(block.kind, _PLAIN)
+                for n, text in enumerate(clean(block.text).split("\n"), start=first + 1):
+                    self._line_vis[n] = len(lines)
+                    for start, end in wrap_offsets(text, width):
+                        self._record(src.line_start[n] + start, end - start, 0)
+                        lines.append(((text[start:end], body),))
+            self._record(-1, 0, 0)
             lines.append(())
         return lines
 
+    def _record(self, start: int, length: int, col: int) -> None:
+        self._vis_start.append(start)
+        self._vis_end.append(start + length)
+        self._vis_col.append(col)
+
+    def decorate(self, index: int, line: Line) -> Line:
+        search = self._source.search
+        if not search.query or index >= len(self._vis_start) or self._vis_start[index] < 0:
+            return line
+        start, col = self._vis_start[index], self._vis_col[index]
+        ranges = [(col + max(a, start) - start, col + min(b, self._vis_end[index]) - start,
+                   CURRENT_MATCH if a == self._current else MATCH)
+                  for a, b in search.within(start, self._vis_end[index])]
+        return overlay(line, ranges)
+
+    # ---- parts -----------------------------------------------------------------------------------------------
     def block_starts(self) -> list[int]:
         _ = self.lines
         return list(self._starts)
 
+    def top_block(self) -> int | None:
+        """The index of the part at the top of the view (the one ``c`` copies, ``o`` folds)."""
+        starts = self.block_starts()
+        if not starts:
+            return None
+        return max(0, bisect_right(starts, self.scroll_offset.y) - 1)
+
     def action_next_block(self) -> None:
+        if self._source.search.query:
+            self.next_match()
+            return
         top = self.scroll_offset.y
         target = next((s for s in self.block_starts() if s > top), None)
         if target is not None:
@@ -73,3 +185,89 @@ class TranscriptView(WrappedView):
         top = self.scroll_offset.y
         target = next((s for s in reversed(self.block_starts()) if s < top), 0)
         self.scroll_to(y=target, animate=False)
+
+    def action_fold(self) -> None:
+        block = self.top_block()
+        if block is None or not self._blocks[block].foldable:
+            foldable = [i for i, b in enumerate(self._blocks) if b.foldable]
+            if not foldable:
+                self.notify("This transcript has no tool output to fold.")
+                return
+            block = foldable[0] if block is None else next((i for i in foldable if i > block), foldable[-1])
+        self._set_folded(set() if block in self._folded else {block}, {block})
+
+    def action_fold_all(self) -> None:
+        foldable = {i for i, b in enumerate(self._blocks) if b.foldable}
+        self._set_folded(set() if self._folded & foldable else foldable, foldable)
+
+    def _set_folded(self, folded: set[int], among: set[int]) -> None:
+        """Fold the blocks of ``folded`` and open the rest of ``among``, keeping the top part in view."""
+        top = self.top_block()
+        self._folded = (self._folded - among) | folded
+        self.content_changed()
+        if top is not None:
+            self.scroll_to(y=self._starts[top], animate=False)
+
+    def is_folded(self, block: int) -> bool:
+        return block in self._folded
+
+    # ---- search ----------------------------------------------------------------------------------------------
+    def search(self, query: str) -> str:
+        """Highlight ``query`` and go to its first match at or after the top of the view; returns the status."""
+        self._source.search.query = query
+        top = self.scroll_offset.y
+        starts = [s for s in self._vis_start[top:] if s >= 0][:1]
+        self._current = None
+        self._go(self._source.search.next(starts[0] if starts else 0))
+        return self.search_status()
+
+    def next_match(self) -> None:
+        search = self._source.search
+        after = self._current + max(1, len(search.query)) if self._current is not None else 0
+        self._go(search.next(after))
+
+    def previous_match(self) -> None:
+        search = self._source.search
+        self._go(search.previous(self._current if self._current is not None else len(search.text)))
+
+    def action_previous_match(self) -> None:
+        if self._source.search.query:
+            self.previous_match()
+
+    def clear_search(self) -> None:
+        self._source.search.query = ""
+        self._current = None
+        self.repaint()
+
+    @property
+    def searching(self) -> bool:
+        return bool(self._source.search.query)
+
+    def search_status(self) -> str:
+        """``3 of 17 matches``, or ``no match`` (empty when no search is on)."""
+        search = self._source.search
+        if not search.query:
+            return ""
+        count = search.count()
+        if not count or self._current is None:
+            return f"no match for {search.query!r}"
+        return f"{search.ordinal(self._current)} of {count} match{'es' if count != 1 else ''}"
+
+    def _go(self, pos: int | None) -> None:
+        self._current = pos
+        if pos is not None:
+            src = self._source
+            line = bisect_right(src.line_start, pos) - 1
+            block = src.line_block[line] if 0 <= line < len(src.line_block) else None
+            if block is not None and block in self._folded:
+                self._folded.discard(block)
+                self.content_changed()
+            _ = self.lines
+            first = self._line_vis[line] if 0 <= line < len(self._line_vis) else -1
+            target = first  # the line's wrapped rows follow it; the match is on the last one starting at or before it
+            while first >= 0 and target + 1 < len(self._vis_start) and 0 <= self._vis_start[target + 1] <= pos:
+                target += 1
+            if target >= 0 and not self.scroll_offset.y <= target < self.scroll_offset.y + self.size.height - 1:
+                self.scroll_to_line(target, context=3)
+        self.repaint()
+        self.post_message(self.SearchMoved(self.search_status()))
