@@ -42,6 +42,7 @@ from workbench.store.queries.triage_tasks import (
     task_facets,
     task_list,
     task_page,
+    task_questions,
 )
 
 __all__ = [
@@ -88,6 +89,7 @@ __all__ = [
     "task_facets",
     "task_list",
     "task_page",
+    "task_questions",
     "transcript",
     "turn_diff",
     "turns",

@@ -92,8 +92,9 @@ class TaskFacets:
 
 
 QUESTION_CHARS = 200
-_QUESTION_SQL = (f"left(split_part(ltrim(tk.prompt, ' ' || chr(9) || chr(10) || chr(13)), chr(10), 1), "
+QUESTION_SQL = (f"left(split_part(ltrim(tk.prompt, ' ' || chr(9) || chr(10) || chr(13)), chr(10), 1), "
                  f"{QUESTION_CHARS})")
+"""A task's question, over ``tasks tk``: the first non-blank line of its prompt, cut to ``QUESTION_CHARS``."""
 _FAILURES_SQL = """
     SELECT task_idx,
            mode(failure_category) FILTER (WHERE failure_category IS NOT NULL) AS failure_category,
@@ -109,7 +110,7 @@ _STATS_SQL = f"""
 _TASKS_CTE = f"""
     WITH st AS ({_FAILURES_SQL.format(and_where="")}), t AS (
         SELECT ts.*, tk.metadata ->> 'category' AS category, st.failure_category,
-               coalesce(st.failures, []) AS failures, {_QUESTION_SQL} AS question, st.turns, st.tool_calls
+               coalesce(st.failures, []) AS failures, {QUESTION_SQL} AS question, st.turns, st.tool_calls
         FROM ({_STATS_SQL}) ts LEFT JOIN tasks tk USING (task_id) LEFT JOIN st USING (task_idx)
     )
 """
@@ -152,7 +153,7 @@ def _page_query(run_id: str, flt: TaskFilter, offset: int, limit: int) -> tuple[
              st AS ({_FAILURES_SQL.format(and_where="AND task_idx IN (SELECT task_idx FROM page)")})
         SELECT {_TASK_COLUMNS}, total FROM (
             SELECT page.*, tk.metadata ->> 'category' AS category, st.failure_category,
-                   {_QUESTION_SQL} AS question, st.turns, st.tool_calls
+                   {QUESTION_SQL} AS question, st.turns, st.tool_calls
             FROM page LEFT JOIN tasks tk USING (task_id) LEFT JOIN st USING (task_idx)
         ) {order_by}"""
     return query, [run_id, *params, limit, offset, run_id]
@@ -218,3 +219,11 @@ def run_overview(store: Store, run_id: str) -> RunOverview:
     """A run's metrics (pass@1 with its interval) and its task facets, on one connection."""
     run, facets = fetch_many(store, [run_query(run_id), (_FACETS_SQL, [run_id, run_id])])
     return RunOverview(RunRow(**run[0]) if run else None, _facets(facets))
+
+
+def task_questions(store: Store, run_id: str, task_idxs: list[int]) -> dict[int, str | None]:
+    """The question (first line of the prompt) of each of task_idxs in a run; a task the run does not have
+    is left out (what a finding's or a flip list's cited tasks show beside their indices)."""
+    query = f"""SELECT rt.task_idx, {QUESTION_SQL} AS question FROM run_tasks rt LEFT JOIN tasks tk USING (task_id)
+                WHERE rt.run_id = ? AND list_contains(?, rt.task_idx)"""
+    return {int(r["task_idx"]): r["question"] for r in fetch_dicts(store, query, [run_id, task_idxs])}

@@ -1,6 +1,6 @@
 """Screen 5: one task: its question, every attempt, and the highlighted attempt's full transcript.
 
-``/`` searches the transcript (``n``/``N`` next and previous match), ``c``/``C`` copy the part at the top of the
+``/`` searches the transcript (``n``/``N`` next and previous match), ``c``/``C`` copy the selected part of the
 transcript or the whole attempt to the clipboard (OSC 52, so it works over ssh), ``e`` exports the attempts.
 """
 
@@ -43,8 +43,8 @@ class TaskScreen(NelScreen):
                 tooltip="Search the transcript (n / N: next / previous match; Escape closes the search)"),
         Binding("n", "next_match", "Next match", show=False),
         Binding("N", "previous_match", "Prev match", show=False),
-        Binding("c", "copy_part", "Copy", tooltip="Copy the part at the top of the transcript (a message, a tool "
-                "call, an output) to the clipboard"),
+        Binding("c", "copy_part", "Copy", tooltip="Copy the selected part of the transcript (a message, a tool "
+                "call, an output; n/p select) to the clipboard"),
         Binding("C", "copy_attempt", "Copy attempt", show=False,
                 tooltip="Copy the highlighted attempt's whole transcript to the clipboard"),
         Binding("e", "export", "Export", tooltip="Export this task's attempts: Markdown, JSON, CSV or Parquet"),
@@ -210,7 +210,7 @@ class TaskScreen(NelScreen):
 
     def action_copy_part(self) -> None:
         view = self.query_one(TranscriptView)
-        index = view.top_block()
+        index = view.selected_part()
         if index is None:
             self.say("Nothing to copy: no attempt is shown.")
             return

@@ -34,6 +34,8 @@ BODY_STYLES: dict[str, Style] = {
     "reasoning": Style(italic=True, dim=True),
     "error": Style(color="red"),
 }
+SELECTED = Style(reverse=True)
+"""The title of the selected part (the one ``c`` copies and ``o`` folds; ``n``/``p`` move it)."""
 MATCH = Style(color="black", bgcolor="yellow")
 CURRENT_MATCH = Style(color="black", bgcolor="bright_magenta", bold=True)
 FOLD_HINT = Style(dim=True)
@@ -68,14 +70,14 @@ def _source(blocks: Sequence[Block]) -> _Source:
 
 
 class TranscriptView(WrappedView):
-    """Shows a list of transcript blocks; ``n``/``p`` jump between them (``n``/``N`` between search matches while
-    a search is on), ``o`` folds or opens a tool's output."""
+    """Shows a list of transcript blocks; ``n``/``p`` select the next or previous one (``n``/``N`` go between
+    search matches while a search is on), ``o`` folds or opens a tool's output."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("n", "next_block", "Next part"),
         Binding("p", "previous_block", "Prev part"),
         Binding("N", "previous_match", "Prev match", show=False),
-        Binding("o", "fold", "Fold/open", tooltip="Fold or open the tool output at the top of the view"),
+        Binding("o", "fold", "Fold/open", tooltip="Fold or open the selected tool output (or the next one)"),
         Binding("O", "fold_all", "Fold/open all", show=False, tooltip="Fold or open every tool output"),
     ]
 
@@ -91,6 +93,7 @@ class TranscriptView(WrappedView):
         self._blocks: list[Block] = []
         self._starts: list[int] = []
         self._folded: set[int] = set()
+        self._part = 0
         self._source = _source(())
         self._current: int | None = None
         # Per visual line: the searchable range of the text it shows, and the column that range starts at.
@@ -111,6 +114,7 @@ class TranscriptView(WrappedView):
         self._source = _source(self._blocks)
         self._source.search.query = query
         self._current = None
+        self._part = 0
         self.content_changed()
         self.scroll_to(y=0, animate=False)
         if query:
@@ -151,49 +155,58 @@ class TranscriptView(WrappedView):
         self._vis_col.append(col)
 
     def decorate(self, index: int, line: Line) -> Line:
-        search = self._source.search
-        if not search.query or index >= len(self._vis_start) or self._vis_start[index] < 0:
+        if index >= len(self._vis_start) or self._vis_start[index] < 0:
             return line
-        start, col = self._vis_start[index], self._vis_col[index]
-        ranges = [(col + max(a, start) - start, col + min(b, self._vis_end[index]) - start,
-                   CURRENT_MATCH if a == self._current else MATCH)
-                  for a, b in search.within(start, self._vis_end[index])]
-        return overlay(line, ranges)
+        start, end, col = self._vis_start[index], self._vis_end[index], self._vis_col[index]
+        search = self._source.search
+        if search.query:
+            line = overlay(line, [(col + max(a, start) - start, col + min(b, end) - start,
+                                   CURRENT_MATCH if a == self._current else MATCH) for a, b in search.within(start, end)])
+        if self.has_focus and self._part < len(self._starts) and index == self._starts[self._part]:
+            line = overlay(line, [(col, col + end - start, SELECTED)])
+        return line
 
     # ---- parts -----------------------------------------------------------------------------------------------
     def block_starts(self) -> list[int]:
         _ = self.lines
         return list(self._starts)
 
-    def top_block(self) -> int | None:
-        """The index of the part at the top of the view (the one ``c`` copies, ``o`` folds)."""
-        starts = self.block_starts()
-        if not starts:
-            return None
-        return max(0, bisect_right(starts, self.scroll_offset.y) - 1)
+    def selected_part(self) -> int | None:
+        """The index of the selected part (the one ``c`` copies, ``o`` folds); None when nothing is shown."""
+        return self._part if self._blocks else None
+
+    def select_part(self, index: int) -> None:
+        """Select part ``index`` and bring its title to the top (as far as the view scrolls)."""
+        if not self._blocks:
+            return
+        self._part = max(0, min(index, len(self._blocks) - 1))
+        _ = self.lines
+        self.scroll_to(y=self._starts[self._part], animate=False)
+        self.repaint()
+
+    def on_focus(self) -> None:
+        self.repaint()  # the selected part's title is marked while the transcript has the focus
+
+    def on_blur(self) -> None:
+        self.repaint()
 
     def action_next_block(self) -> None:
         if self._source.search.query:
             self.next_match()
-            return
-        top = self.scroll_offset.y
-        target = next((s for s in self.block_starts() if s > top), None)
-        if target is not None:
-            self.scroll_to(y=target, animate=False)
+        elif self._part + 1 < len(self._blocks):
+            self.select_part(self._part + 1)
 
     def action_previous_block(self) -> None:
-        top = self.scroll_offset.y
-        target = next((s for s in reversed(self.block_starts()) if s < top), 0)
-        self.scroll_to(y=target, animate=False)
+        self.select_part(self._part - 1)
 
     def action_fold(self) -> None:
-        block = self.top_block()
-        if block is None or not self._blocks[block].foldable:
-            foldable = [i for i, b in enumerate(self._blocks) if b.foldable]
-            if not foldable:
-                self.notify("This transcript has no tool output to fold.")
-                return
-            block = foldable[0] if block is None else next((i for i in foldable if i > block), foldable[-1])
+        """Fold or open the selected part; when it is no tool output, the next one that is."""
+        foldable = [i for i, b in enumerate(self._blocks) if b.foldable]
+        if not foldable:
+            self.notify("This transcript has no tool output to fold.")
+            return
+        block = next((i for i in foldable if i >= self._part), foldable[-1])
+        self._part = block
         self._set_folded(set() if block in self._folded else {block}, {block})
 
     def action_fold_all(self) -> None:
@@ -201,12 +214,10 @@ class TranscriptView(WrappedView):
         self._set_folded(set() if self._folded & foldable else foldable, foldable)
 
     def _set_folded(self, folded: set[int], among: set[int]) -> None:
-        """Fold the blocks of ``folded`` and open the rest of ``among``, keeping the top part in view."""
-        top = self.top_block()
+        """Fold the blocks of ``folded`` and open the rest of ``among``, keeping the selected part in view."""
         self._folded = (self._folded - among) | folded
         self.content_changed()
-        if top is not None:
-            self.scroll_to(y=self._starts[top], animate=False)
+        self.select_part(self._part)
 
     def is_folded(self, block: int) -> bool:
         return block in self._folded
@@ -259,9 +270,11 @@ class TranscriptView(WrappedView):
             src = self._source
             line = bisect_right(src.line_start, pos) - 1
             block = src.line_block[line] if 0 <= line < len(src.line_block) else None
-            if block is not None and block in self._folded:
-                self._folded.discard(block)
-                self.content_changed()
+            if block is not None:
+                self._part = block
+                if block in self._folded:
+                    self._folded.discard(block)
+                    self.content_changed()
             _ = self.lines
             first = self._line_vis[line] if 0 <= line < len(self._line_vis) else -1
             target = first  # the line's wrapped rows follow it; the match is on the last one starting at or before it
