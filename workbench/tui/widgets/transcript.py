@@ -160,8 +160,9 @@ class TranscriptView(WrappedView):
         start, end, col = self._vis_start[index], self._vis_end[index], self._vis_col[index]
         search = self._source.search
         if search.query:
+            matches = search.within(start, end)
             line = overlay(line, [(col + max(a, start) - start, col + min(b, end) - start,
-                                   CURRENT_MATCH if a == self._current else MATCH) for a, b in search.within(start, end)])
+                                   CURRENT_MATCH if a == self._current else MATCH) for a, b in matches])
         if self.has_focus and self._part < len(self._starts) and index == self._starts[self._part]:
             line = overlay(line, [(col, col + end - start, SELECTED)])
         return line
