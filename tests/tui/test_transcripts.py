@@ -9,8 +9,8 @@ import polars as pl
 import pytest
 from pilot_helpers import column, open_screen, screen_text, settle, text_of
 from textual.pilot import Pilot
-from textual.widgets import Input, RadioButton, Static
-from tui_store import AGENT_QUESTION, OUTPUT_LINES, SYSTEM
+from textual.widgets import DataTable, Input, RadioButton, Static
+from tui_store import AGENT_QUESTION, OUTPUT_LINES, SYSTEM, TASKS
 
 from workbench.analysis import triage
 from workbench.store import open_store
@@ -203,3 +203,62 @@ class TestPendingAndTaskNumber:
             await pilot.press("slash", *"#12", "enter")
             await settle(pilot)
             assert column(app, "#tasks", "task") == ["12"]
+
+
+class TestSqlExport:
+    async def test_ctrl_e_exports_the_query_result_as_csv_by_default_and_as_parquet(self, demo: Path,
+                                                                                   tmp_path: Path) -> None:
+        from textual.widgets import TextArea
+
+        from workbench.tui.screens.sql import SqlScreen
+
+        app = NelApp(demo)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            await pilot.press("colon")
+            assert isinstance(app.screen, SqlScreen)
+            await pilot.press("ctrl+e")
+            assert "No result to export" in text_of(app, "#status")
+            app.screen.query_one("#query", TextArea).text = "SELECT run_id, n_steps, [1, 2] AS l FROM run_metrics"
+            await pilot.press("ctrl+r")
+            await settle(pilot)
+            for fmt, label, name in (("csv", "CSV", "r.csv"), ("parquet", "Parquet", "r.parquet")):
+                await pilot.press("ctrl+e")
+                await pilot.pause()
+                dialog = app.screen
+                assert isinstance(dialog, ExportDialog)
+                dialog.query_one(f"#format-{fmt}", RadioButton).value = True
+                dialog.query_one("#export-path", Input).value = str(tmp_path / name)
+                await pilot.press("enter")
+                await pilot.pause()
+                assert text_of(app, "#status") == f"Wrote 2 row(s) of the query result as {label} to {tmp_path / name}"
+        csv, parquet = pl.read_csv(tmp_path / "r.csv"), pl.read_parquet(tmp_path / "r.parquet")
+        assert sorted(csv["run_id"].to_list()) == ["demo-a", "demo-b"] and csv["l"].to_list() == ["[1,2]"] * 2
+        assert parquet["l"].to_list() == [[1, 2]] * 2  # nested stays nested where the format has lists
+
+
+class TestFindingsCiteEveryTask:
+    async def test_enter_lists_the_cited_tasks_with_their_questions_and_opens_any_of_them(self, demo: Path) -> None:
+        from workbench.analysis.triage.compare import RunFinding
+        from workbench.tui.screens.findings import FindingsScreen
+
+        app = NelApp(demo)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await open_screen(pilot, FindingsScreen("demo-a", "demo-b"))
+            screen = app.screen
+            assert isinstance(screen, FindingsScreen)
+            row, rf = next((i, f) for i, f in enumerate(screen.findings) if len(f.finding.task_idx) >= 2)
+            assert isinstance(rf, RunFinding)
+            screen.query_one("#findings", DataTable).move_cursor(row=row)
+            await settle(pilot)
+            cited = [int(v.lstrip("#")) for v in column(app, "#cited", "task")]
+            assert cited == list(rf.finding.task_idx)
+            assert column(app, "#cited", "question") == [TASKS[i][0] for i in cited]
+            await pilot.press("enter")  # to the cited tasks
+            assert app.focused is screen.query_one("#cited")
+            await pilot.press("down", "enter")  # the second one, not only the first
+            await settle(pilot)
+            assert isinstance(app.screen, TaskScreen) and app.screen.task_idx == cited[1]
+            await pilot.press("escape")
+            await pilot.press("escape")  # from the cited tasks back to the findings
+            assert app.focused is screen.query_one("#findings")
