@@ -43,6 +43,9 @@ class TestReadableToolCalls:
             await pilot.press("t", "o")  # the first tool output (o on another part: the next output)
             assert "▼ ── output of bash" in screen_text(app) and "file05.py" in screen_text(app)
             assert len(view.lines) > OUTPUT_LINES
+            spliced = (list(view.lines), list(view._vis_start), list(view._line_vis), view.block_starts())
+            view.content_changed()  # opening relaid out that part alone: the same as laying out the whole
+            assert spliced == (list(view.lines), list(view._vis_start), list(view._line_vis), view.block_starts())
             await pilot.press("O")  # fold every output again
             assert "file05.py" not in screen_text(app)
 

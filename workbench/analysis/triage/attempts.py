@@ -90,7 +90,8 @@ def _calls_text(calls: Any) -> tuple[str, dict[str, str]]:
         if not isinstance(call, dict):
             lines.append(_pretty(call))
             continue
-        function = call.get("function") if isinstance(call.get("function"), dict) else {}
+        raw = call.get("function")
+        function: dict[str, Any] = raw if isinstance(raw, dict) else {}
         name = str(function.get("name") or call.get("name") or "?")
         lines.append(call_line(name, function.get("arguments", call.get("arguments", ""))))
         if call.get("id") is not None:

@@ -15,6 +15,7 @@ from typing import ClassVar
 
 from rich.style import Style
 from textual.binding import Binding, BindingType
+from textual.geometry import Size
 from textual.message import Message
 
 from workbench.analysis.triage import Block
@@ -51,22 +52,44 @@ class _Source:
     line_start: list[int]
     line_block: list[int]
     block_first_line: list[int]
+    bodies: list[list[str]]
+    """Each block's text, cleaned and split into lines (laid out again at each width without redoing this)."""
 
 
 def _source(blocks: Sequence[Block]) -> _Source:
     texts: list[str] = []
     line_block: list[int] = []
     first: list[int] = []
+    bodies: list[list[str]] = []
     for i, block in enumerate(blocks):
         first.append(len(texts))
         body = clean(block.text).split("\n")
+        bodies.append(body)
         texts += [f"── {block.title} ", *body]
         line_block += [i] * (1 + len(body))
     starts, pos = [], 0
     for text in texts:
         starts.append(pos)
         pos += len(text) + 1
-    return _Source(TextSearch("\n".join(texts)), starts, line_block, first)
+    return _Source(TextSearch("\n".join(texts)), starts, line_block, first, bodies)
+
+
+@dataclass(slots=True)
+class _Rows:
+    """One block laid out: its visual lines, the searchable range of the text each shows (start -1: none) and the
+    column that range starts at, and where each of its logical lines starts among them (-1: folded away)."""
+
+    lines: list[Line]
+    start: list[int]
+    end: list[int]
+    col: list[int]
+    line_vis: list[int]
+
+    def add(self, line: Line, start: int, length: int, col: int) -> None:
+        self.lines.append(line)
+        self.start.append(start)
+        self.end.append(start + length)
+        self.col.append(col)
 
 
 class TranscriptView(WrappedView):
@@ -124,35 +147,61 @@ class TranscriptView(WrappedView):
     def wrap_lines(self, width: int) -> list[Line]:
         lines: list[Line] = []
         self._starts, self._vis_start, self._vis_end, self._vis_col = [], [], [], []
-        self._line_vis = [-1] * len(self._source.line_start)
-        src = self._source
-        for i, block in enumerate(self._blocks):
+        self._line_vis = []
+        for i in range(len(self._blocks)):
+            rows = self._block_rows(i, width)
             self._starts.append(len(lines))
-            first = src.block_first_line[i]
-            folded = i in self._folded
-            mark = ("▶ " if folded else "▼ ") if block.foldable else ""
-            head = f"── {block.title} "
-            hint = "(o opens) " if folded else ""
-            rule = "─" * max(0, width - len(mark) - len(head) - len(hint))
-            style = TITLE_STYLES.get(block.kind, _PLAIN)
-            self._line_vis[first] = len(lines)
-            self._record(src.line_start[first], len(head), len(mark))
-            lines.append(((mark, style), (head, style), (hint, FOLD_HINT), (rule, style)))
-            if not folded:
-                body = BODY_STYLES.get(block.kind, _PLAIN)
-                for n, text in enumerate(clean(block.text).split("\n"), start=first + 1):
-                    self._line_vis[n] = len(lines)
-                    for start, end in wrap_offsets(text, width):
-                        self._record(src.line_start[n] + start, end - start, 0)
-                        lines.append(((text[start:end], body),))
-            self._record(-1, 0, 0)
-            lines.append(())
+            self._line_vis += [v + len(lines) if v >= 0 else -1 for v in rows.line_vis]
+            lines += rows.lines
+            self._vis_start += rows.start
+            self._vis_end += rows.end
+            self._vis_col += rows.col
         return lines
 
-    def _record(self, start: int, length: int, col: int) -> None:
-        self._vis_start.append(start)
-        self._vis_end.append(start + length)
-        self._vis_col.append(col)
+    def _block_rows(self, i: int, width: int) -> _Rows:
+        src, block = self._source, self._blocks[i]
+        first = src.block_first_line[i]
+        body = src.bodies[i]
+        folded = i in self._folded
+        rows = _Rows([], [], [], [], [0] + [-1] * len(body))
+        mark = ("▶ " if folded else "▼ ") if block.foldable else ""
+        head = f"── {block.title} "
+        hint = "(o opens) " if folded else ""
+        rule = "─" * max(0, width - len(mark) - len(head) - len(hint))
+        style = TITLE_STYLES.get(block.kind, _PLAIN)
+        rows.add(((mark, style), (head, style), (hint, FOLD_HINT), (rule, style)), src.line_start[first], len(head),
+                 len(mark))
+        if not folded:
+            body_style = BODY_STYLES.get(block.kind, _PLAIN)
+            for n, text in enumerate(body, start=1):
+                rows.line_vis[n] = len(rows.lines)
+                offset = src.line_start[first + n]
+                for start, end in wrap_offsets(text, width):
+                    rows.add(((text[start:end], body_style),), offset + start, end - start, 0)
+        rows.add((), -1, 0, 0)
+        return rows
+
+    def _reflow(self, i: int) -> None:
+        """Lay block ``i`` out again in place (it was folded or opened): the rest of the layout only shifts, so
+        opening one output of a 2 MB transcript costs that output, not the transcript."""
+        layout = self._wrapped
+        if layout is None:
+            return
+        rows = self._block_rows(i, layout.width)
+        lo = self._starts[i]
+        hi = self._starts[i + 1] if i + 1 < len(self._starts) else len(layout.lines)
+        delta = len(rows.lines) - (hi - lo)
+        layout.lines[lo:hi] = rows.lines
+        self._vis_start[lo:hi] = rows.start
+        self._vis_end[lo:hi] = rows.end
+        self._vis_col[lo:hi] = rows.col
+        self._starts[i + 1:] = [s + delta for s in self._starts[i + 1:]]
+        first = self._source.block_first_line[i]
+        after = first + len(rows.line_vis)
+        self._line_vis[first:after] = [v + lo if v >= 0 else -1 for v in rows.line_vis]
+        self._line_vis[after:] = [v + delta if v >= 0 else -1 for v in self._line_vis[after:]]
+        self.virtual_size = Size(layout.width, len(layout.lines))
+        self.repaint()
 
     def decorate(self, index: int, line: Line) -> Line:
         if index >= len(self._vis_start) or self._vis_start[index] < 0:
@@ -216,8 +265,13 @@ class TranscriptView(WrappedView):
 
     def _set_folded(self, folded: set[int], among: set[int]) -> None:
         """Fold the blocks of ``folded`` and open the rest of ``among``, keeping the selected part in view."""
+        changed = (self._folded ^ ((self._folded - among) | folded))
         self._folded = (self._folded - among) | folded
-        self.content_changed()
+        if len(changed) > 8:  # many parts: one layout of the whole is quicker than many splices
+            self.content_changed()
+        else:
+            for block in sorted(changed):
+                self._reflow(block)
         self.select_part(self._part)
 
     def is_folded(self, block: int) -> bool:
@@ -275,7 +329,7 @@ class TranscriptView(WrappedView):
                 self._part = block
                 if block in self._folded:
                     self._folded.discard(block)
-                    self.content_changed()
+                    self._reflow(block)
             _ = self.lines
             first = self._line_vis[line] if 0 <= line < len(self._line_vis) else -1
             target = first  # the line's wrapped rows follow it; the match is on the last one starting at or before it
