@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import polars as pl
@@ -14,7 +13,6 @@ from tui_store import AGENT_QUESTION, OUTPUT_LINES, SYSTEM, TASKS
 
 from workbench.analysis import triage
 from workbench.store import open_store
-from workbench.store.database import connect_rw
 from workbench.tui.app import NelApp
 from workbench.tui.export_view import ExportDialog
 from workbench.tui.screens.diff import DiffScreen
@@ -183,22 +181,7 @@ class TestTurnAlignedDiff:
             assert "═══ turn 1 ═══" in screen_text(app)
 
 
-class TestPendingAndTaskNumber:
-    def test_a_task_of_a_running_run_with_attempts_to_come_is_pending_not_never(self, agent: Path,
-                                                                                tmp_path: Path) -> None:
-        store_path = tmp_path / "nel.duckdb"
-        shutil.copy(agent, store_path)
-        con = connect_rw(store_path)
-        try:
-            con.execute("UPDATE runs SET status = 'running', n_repeats = 3")
-        finally:
-            con.close()
-        store = open_store(store_path)
-        assert [r.bucket for r in triage.task_page(store, "agent-a").rows] == ["pending"]  # 2 of 3 passed so far
-        assert [r.bucket for r in triage.task_page(store, "agent-b").rows] == ["sometimes"]  # final already
-        assert triage.task_detail(store, "agent-a", 0).bucket == "pending"  # type: ignore[union-attr]
-        assert triage.task_facets(store, "agent-a").buckets["pending"] == 1
-
+class TestTaskNumber:
     async def test_hash_and_a_number_in_the_filter_finds_that_task(self, big: Path) -> None:
         app = NelApp(big)
         async with app.run_test(size=(120, 30)) as pilot:
