@@ -248,3 +248,21 @@ class TestFindingsCiteEveryTask:
             await pilot.press("escape")
             await pilot.press("escape")  # from the cited tasks back to the findings
             assert app.focused is screen.query_one("#findings")
+
+
+class TestSearchFollowsTheAttempt:
+    async def test_another_attempt_keeps_the_query_and_counts_its_own_matches(self, agent: Path) -> None:
+        app = NelApp(agent)
+        async with app.run_test(size=(110, 40)) as pilot:
+            await open_agent_task(pilot, "agent-b")
+            await pilot.press("slash", *"file39", "enter")
+            await pilot.pause()
+            assert text_of(app, "#message") == "1 of 1 match"
+            app.screen.query_one("#attempts", DataTable).move_cursor(row=1)  # attempt 1 saw 39 files: no file39
+            await pilot.pause()
+            assert text_of(app, "#message") == "no match for 'file39'"
+            app.screen.query_one("#attempts", DataTable).move_cursor(row=0)
+            await pilot.pause()
+            assert text_of(app, "#message") == "1 match (n: the first)"
+            await pilot.press("n")
+            assert text_of(app, "#message") == "1 of 1 match"

@@ -315,8 +315,10 @@ class TranscriptView(WrappedView):
         if not search.query:
             return ""
         count = search.count()
-        if not count or self._current is None:
+        if not count:
             return f"no match for {search.query!r}"
+        if self._current is None:  # another attempt shown with the search on: nothing chosen yet
+            return f"{count} match{'es' if count != 1 else ''} (n: the first)"
         return f"{search.ordinal(self._current)} of {count} match{'es' if count != 1 else ''}"
 
     def _go(self, pos: int | None) -> None:
