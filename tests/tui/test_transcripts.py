@@ -266,3 +266,29 @@ class TestSearchFollowsTheAttempt:
             assert text_of(app, "#message") == "1 match (n: the first)"
             await pilot.press("n")
             assert text_of(app, "#message") == "1 of 1 match"
+
+
+class TestFlipExport:
+    async def test_e_on_a_comparison_exports_every_flip_with_its_question(self, demo: Path, tmp_path: Path) -> None:
+        from workbench.tui.screens.compare import CompareScreen
+
+        app = NelApp(demo)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await open_screen(pilot, CompareScreen("demo-a", "demo-b"))
+            screen = app.screen
+            assert isinstance(screen, CompareScreen) and screen.result is not None
+            flips = screen.result.comparison.flips
+            await pilot.press("e")
+            await settle(pilot)
+            dialog = app.screen
+            assert isinstance(dialog, ExportDialog)
+            dialog.query_one("#format-csv", RadioButton).value = True
+            dialog.query_one("#export-path", Input).value = str(tmp_path / "flips.csv")
+            await pilot.press("enter")
+            await pilot.pause()
+            n = len(flips.regressions) + len(flips.improvements)
+            assert text_of(app, "#message") == f"Wrote {n} flips of demo-a → demo-b as CSV to {tmp_path / 'flips.csv'}"
+        frame = pl.read_csv(tmp_path / "flips.csv")
+        assert frame.height == n and frame["flip"].to_list() == (["regression"] * len(flips.regressions)
+                                                                 + ["improvement"] * len(flips.improvements))
+        assert frame["question"].to_list() == [TASKS[i][0] for i in frame["task_idx"].to_list()]

@@ -7,8 +7,9 @@ closes with the one line the screen shows.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import ClassVar, cast
+from typing import TYPE_CHECKING, ClassVar, cast
 
 from textual import on
 from textual.app import ComposeResult
@@ -19,6 +20,10 @@ from textual.widgets import Input, RadioButton, RadioSet, Static
 
 from workbench.errors import NelError
 from workbench.export.table_file import SUFFIXES, Format, Table, write_table
+
+if TYPE_CHECKING:
+    from workbench.analysis.compare import Flips
+    from workbench.tui.screens.base import NelScreen
 
 LABELS: dict[Format, str] = {"markdown": "Markdown", "json": "JSON", "csv": "CSV", "parquet": "Parquet"}
 
@@ -91,3 +96,36 @@ class ExportDialog(ModalScreen[str | None]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+def export_later(screen: NelScreen, build: Callable[[], Table]) -> None:
+    """Build the table in a thread (it may read the store), then open the dialog; a failure is the screen's one
+    error line. ``screen.say`` shows the line the dialog closes with."""
+    from workbench.tui.screens.base import describe
+
+    app = screen.app
+
+    def job() -> None:
+        try:
+            table = build()
+        except Exception as exc:
+            app.call_from_thread(screen.say, describe(exc), error=True)
+            return
+        dialog = ExportDialog(table, screen.nel.store_path.parent)
+        app.call_from_thread(app.push_screen, dialog, lambda line: screen.say(line) if line else None)
+
+    screen.run_worker(job, thread=True, group="export", exit_on_error=False, name="export")
+
+
+def flips_table(flips: Flips, questions: dict[str, str | None], baseline: str, candidate: str) -> Table:
+    """A comparison's flip list (regressions, then improvements) with each task's question."""
+    rows = [[kind, x.task_idx, x.task_id, questions.get(x.task_id), x.category, x.baseline_score,
+             x.candidate_score, x.delta, x.baseline_passes, x.baseline_attempts, x.baseline_errors,
+             x.candidate_passes, x.candidate_attempts, x.candidate_errors]
+            for kind, items in (("regression", flips.regressions), ("improvement", flips.improvements))
+            for x in items]
+    columns = ["flip", "task_idx", "task_id", "question", "category", "baseline_score", "candidate_score", "delta",
+               "baseline_passes", "baseline_attempts", "baseline_errors", "candidate_passes", "candidate_attempts",
+               "candidate_errors"]
+    return Table(name=f"flips-{baseline}-vs-{candidate}", what=f"{len(rows)} flips of {baseline} → {candidate}",
+                 columns=columns, rows=rows)

@@ -227,3 +227,9 @@ def task_questions(store: Store, run_id: str, task_idxs: list[int]) -> dict[int,
     query = f"""SELECT rt.task_idx, {QUESTION_SQL} AS question FROM run_tasks rt LEFT JOIN tasks tk USING (task_id)
                 WHERE rt.run_id = ? AND list_contains(?, rt.task_idx)"""
     return {int(r["task_idx"]): r["question"] for r in fetch_dicts(store, query, [run_id, task_idxs])}
+
+
+def questions_by_task_id(store: Store, task_ids: list[str]) -> dict[str, str | None]:
+    """The question of each task (by content hash, the same in every run that has it): what a flip list shows."""
+    query = f"SELECT tk.task_id, {QUESTION_SQL} AS question FROM tasks tk WHERE list_contains(?, tk.task_id)"
+    return {r["task_id"]: r["question"] for r in fetch_dicts(store, query, [task_ids])}
