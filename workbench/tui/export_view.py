@@ -58,7 +58,7 @@ class ExportDialog(ModalScreen[str | None]):
                 for fmt, label in LABELS.items():
                     yield RadioButton(label, value=fmt == self.format, id=f"format-{fmt}")
             yield Input(str(default_path(self.folder, self.table, self.format)), id="export-path")
-            yield Static("Enter writes · Escape cancels · shift+tab to the formats, ←/→ to choose", classes="status",
+            yield Static("Enter writes · Escape cancels · shift+tab to the formats (←/→, Enter)", classes="status",
                          markup=False)
             yield Static("", id="export-error", markup=False)
 
