@@ -95,26 +95,36 @@ QUESTION_CHARS = 200
 QUESTION_SQL = (f"left(split_part(ltrim(tk.prompt, ' ' || chr(9) || chr(10) || chr(13)), chr(10), 1), "
                  f"{QUESTION_CHARS})")
 """A task's question, over ``tasks tk``: the first non-blank line of its prompt, cut to ``QUESTION_CHARS``."""
+_AGENT_SQL = """,
+           avg(json_array_length(turns)) AS turns,
+           avg(coalesce(list_sum(json_array_length(turns, '$[*].tool_calls')), json_array_length(tool_calls)))
+               AS tool_calls"""
+"""Turns and tool calls per attempt: read for the rows shown, never for the facets (every step's JSON)."""
 _FAILURES_SQL = """
     SELECT task_idx,
            mode(failure_category) FILTER (WHERE failure_category IS NOT NULL) AS failure_category,
-           list(DISTINCT failure_category) FILTER (WHERE failure_category IS NOT NULL) AS failures,
-           avg(json_array_length(turns)) AS turns,
-           avg(coalesce(list_sum(json_array_length(turns, '$[*].tool_calls')), json_array_length(tool_calls)))
-               AS tool_calls
+           list(DISTINCT failure_category) FILTER (WHERE failure_category IS NOT NULL) AS failures{agent}
     FROM steps WHERE run_id = ? {and_where} GROUP BY task_idx"""
 _STATS_SQL = f"""
     SELECT ts.task_idx, ts.task_id, ts.n, ts.n_pass, ts.n_error, ts.pass_rate, ts.wilson_low, ts.wilson_high,
            {BUCKET_SQL} AS bucket, ts.mean_tokens, ts.mean_latency_ms
     FROM task_stats ts WHERE ts.run_id = ?"""
 _TASKS_CTE = f"""
-    WITH st AS ({_FAILURES_SQL.format(and_where="")}), t AS (
+    WITH st AS ({_FAILURES_SQL.format(and_where="", agent=_AGENT_SQL)}), t AS (
         SELECT ts.*, tk.metadata ->> 'category' AS category, st.failure_category,
                coalesce(st.failures, []) AS failures, {QUESTION_SQL} AS question, st.turns, st.tool_calls
         FROM ({_STATS_SQL}) ts LEFT JOIN tasks tk USING (task_id) LEFT JOIN st USING (task_idx)
     )
 """
-"""Every task of a run with its statistics, bucket, category and failure categories (params: run, run)."""
+"""Every task of a run with its statistics, bucket, category, failure categories, question, turns and tool calls
+(params: run, run)."""
+_FACETS_CTE = f"""
+    WITH st AS ({_FAILURES_SQL.format(and_where="", agent="")}), t AS (
+        SELECT ts.bucket, tk.metadata ->> 'category' AS category, coalesce(st.failures, []) AS failures
+        FROM ({_STATS_SQL}) ts LEFT JOIN tasks tk USING (task_id) LEFT JOIN st USING (task_idx)
+    )
+"""
+"""What the facets count: each task's bucket, category and failure categories (params: run, run)."""
 _TASK_COLUMNS = ", ".join(TaskRow.__dataclass_fields__)
 _TEXT_SQL = ("(task_id = ? OR task_idx::VARCHAR = ? OR task_id IN (SELECT task_id FROM tasks WHERE "
              "contains(lower(prompt), ?)) OR task_idx IN (SELECT task_idx FROM steps WHERE run_id = ? AND "
@@ -150,7 +160,7 @@ def _page_query(run_id: str, flt: TaskFilter, offset: int, limit: int) -> tuple[
     query = f"""
         WITH page AS (SELECT *, count(*) OVER () AS total FROM ({_STATS_SQL}) AS t
                       WHERE {' AND '.join(where)} {order_by} LIMIT ? OFFSET ?),
-             st AS ({_FAILURES_SQL.format(and_where="AND task_idx IN (SELECT task_idx FROM page)")})
+             st AS ({_FAILURES_SQL.format(and_where="AND task_idx IN (SELECT task_idx FROM page)", agent=_AGENT_SQL)})
         SELECT {_TASK_COLUMNS}, total FROM (
             SELECT page.*, tk.metadata ->> 'category' AS category, st.failure_category,
                    {QUESTION_SQL} AS question, st.turns, st.tool_calls
@@ -166,7 +176,7 @@ def _page(rows: list[dict[str, Any]], offset: int) -> TaskPage:
     return TaskPage([TaskRow(**row) for row in rows], total, offset)
 
 
-_FACETS_SQL = f"""{_TASKS_CTE}
+_FACETS_SQL = f"""{_FACETS_CTE}
     SELECT 'bucket' AS kind, bucket AS value, count(*) AS n FROM t GROUP BY bucket
     UNION ALL SELECT 'category', category, count(*) FROM t WHERE category IS NOT NULL GROUP BY category
     UNION ALL SELECT 'failure', f, count(*) FROM (SELECT unnest(failures) AS f FROM t) GROUP BY f"""
