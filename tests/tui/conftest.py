@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from textual.widgets import Input, TextArea
-from tui_store import demo_store, synthetic_store
+from tui_store import agent_store, demo_store, synthetic_store
 
 
 @pytest.fixture(scope="session")
@@ -26,3 +26,9 @@ def _steady_cursors(monkeypatch: pytest.MonkeyPatch) -> None:
     """Cursors stay visible instead of blinking on a timer."""
     monkeypatch.setattr(Input, "_toggle_cursor", lambda self: None)
     monkeypatch.setattr(TextArea, "_toggle_cursor_blink_visible", lambda self: None)
+
+
+@pytest.fixture(scope="session")
+def agent(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two runs of one agent task whose attempts call ``bash`` (tui_store.agent_store)."""
+    return agent_store(tmp_path_factory.mktemp("agent") / "nel.duckdb")

@@ -87,6 +87,7 @@ class TestLive:
                 assert column(app, "#shards", "status") == ["running"]
                 assert "wrong" in text_of(app, "#failures")
                 assert app.screen.query_one("#latest").row_count > 0  # type: ignore[attr-defined]
+                assert all(q.startswith("live problem ") for q in column(app, "#latest", "question"))
                 writer.finish()
                 await wait_for(pilot, lambda: screen.snapshot is not None and screen.snapshot.run.status == "complete",
                                timeout=10)

@@ -39,9 +39,9 @@ class TestTaskDetail:
         async with app.run_test(size=(100, 50)) as pilot:
             await open_task(pilot, 4)
             text = screen_text(app)
-            for part in ("── system", "── user", "── assistant tool calls", '"name": "calculator"',
-                         "── tool (call call_1)", "── assistant reply (finish: stop)", "The answer is: 5535",
-                         "── scoring"):
+            for part in ("── system", "── user", "── assistant tool call ", "calculator: 123 * 45",
+                         "▼ ── output of calculator (call_1; 1 line)", "── assistant reply (finish: stop)",
+                         "The answer is: 5535", "── scoring"):
                 assert part in text, part
             await pilot.press("down")
             assert "The answer is: 5525" in screen_text(app)

@@ -73,3 +73,29 @@ def test_a_triage_session_from_runs_to_diff_to_sql_and_out(session: str) -> None
     while _tmux("has-session", "-t", session).returncode == 0 and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _tmux("has-session", "-t", session).returncode != 0, "q did not quit the app"
+
+
+def test_search_a_transcript_copy_a_part_and_export_the_attempts_to_a_file(session: str, tmp_path: Path) -> None:
+    _tmux("set-option", "-s", "set-clipboard", "on")  # tmux keeps what the app copies (OSC 52) as a buffer
+    _wait_for(session, "demo-a")
+    _keys(session, "Down", "Enter")
+    _wait_for(session, "sometimes 3  never 1")
+    _keys(session, "/", "#", "4", "Enter")
+    _wait_for(session, "   1 tasks")  # "#4": task 4 alone (the question column names it)
+    assert "Use the calculator tool" in _wait_for(session, "   1 tasks")
+    _keys(session, "Enter")
+    pane = _wait_for(session, "Q: Use the calculator tool to compute 123 * 45.")
+    assert "calculator: 123 * 45" in pane and "output of calculator (call_1; 1 line)" in pane
+    _keys(session, "/", *"5535")
+    _wait_for(session, "1 of 7 matches")  # the tool's output, the reply, the scoring (5)
+    _keys(session, "Enter", "n")
+    _wait_for(session, "2 of 7 matches")
+    _keys(session, "Escape", "p", "p", "p", "c")  # the search left the reply selected; three parts up, the user
+    _wait_for(session, "Copied user")
+    assert _tmux("show-buffer").stdout == "Use the calculator tool to compute 123 * 45."
+    target = tmp_path / "task4.md"
+    _keys(session, "e")
+    _wait_for(session, "Export 4 attempt(s) of task 4")
+    _keys(session, "C-u", str(target), "Enter")
+    _wait_for(session, f"as Markdown to {target}")
+    assert "calculator: 123 * 45" in target.read_text()

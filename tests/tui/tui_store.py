@@ -247,3 +247,57 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["live"]:
         gates = [Path(arg) for arg in sys.argv[3:5]]
         write_live_run(Path(sys.argv[2]), gate=gates[0] if gates else None, hold=gates[1] if gates else None)
+
+
+AGENT_RUNS = ("agent-a", "agent-b")
+AGENT_QUESTION = "List the files in the repository and report how many there are.\nUse the bash tool."
+OUTPUT_LINES = 40  # a tool output longer than FOLD_LINES: it opens folded
+
+
+def _agent_step(run_id: str, rep: int, files: int) -> dict[str, Any]:
+    """An agent attempt of two turns: ``bash: ls -la`` (its output one line per file), then the answer."""
+    listing = "\n".join(f"-rw-r--r-- 1 nel nel {100 + n} Jan  1 file{n:02d}.py" for n in range(files))
+    call = {"id": f"call_{rep}", "type": "function", "function": {"name": "bash", "arguments": '{"cmd": "ls -la"}'}}
+    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": AGENT_QUESTION},
+                {"role": "assistant", "content": "I will list the files.", "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": call["id"], "content": listing}]
+    turns = [{"turn": 1, "text": "I will list the files.", "model": {}, "tool_calls": [
+        {"id": call["id"], "name": "bash", "arguments": '{"cmd": "ls -la"}', "output": listing, "truncated": False,
+         "exit_code": 0, "error": None, "latency_ms": 3.0, "turn": 1}]},
+        {"turn": 2, "text": f"There are {files} files.", "model": {}, "tool_calls": []}]
+    created: datetime = datetime(2026, 1, 4, 9, 0, 0)
+    row: dict[str, Any] = dict.fromkeys(STEP_COLUMNS)
+    passed = files == OUTPUT_LINES
+    row.update(
+        run_id=run_id, task_idx=0, repeat=rep, task_id="agent0000", shard_idx=0,
+        started_at=created + timedelta(seconds=rep), prompt=AGENT_QUESTION, messages=orjson.dumps(messages).decode(),
+        response=f"There are {files} files.\nThe answer is: {files}", expected_answer=str(OUTPUT_LINES),
+        extracted_answer=str(files), reward=float(passed), passed=passed, scoring_method="numeric",
+        scoring_details='{"method": "numeric"}', http_status=200, n_retries=0, request_hash="0" * 64,
+        finish_reason="stop", prompt_tokens=100, completion_tokens=20, total_tokens=120, latency_ms=500.0,
+        seed_ms=0.1, model_ms=400.0, verify_ms=0.2, turns=orjson.dumps(turns).decode(),
+    )
+    return row
+
+
+def agent_store(path: Path) -> Path:
+    """Two runs of one agent task (two attempts each, two turns: a ``bash`` call and the answer): run A lists
+    40 files and passes, run B's second attempt sees 39 and fails."""
+    con = connect_rw(path)
+    try:
+        con.execute("INSERT INTO tasks VALUES ('agent0000', 'agent', ?, ?, NULL)", [AGENT_QUESTION, "40"])
+        for n, run_id in enumerate(AGENT_RUNS):
+            steps = [_agent_step(run_id, 0, OUTPUT_LINES), _agent_step(run_id, 1, OUTPUT_LINES - n)]
+            run = {
+                "run_id": run_id, "benchmark": "agent", "model_id": f"model-{n}", "model_url": "http://mock/v1",
+                "protocol": "chat_completions", "identity_hash": run_id.ljust(64, "0"), "identity": "{}",
+                "config": "{}", "n_tasks": 1, "n_repeats": 2, "problem_start": 0, "problem_end": 1,
+                "total_shards": 1, "status": "complete", "created_at": datetime(2026, 1, 4, 9 + n, 0, 0),
+                "finished_at": datetime(2026, 1, 4, 9 + n, 0, 5), "nel_version": "test",
+            }
+            _insert(con, "runs", RUN_COLUMNS, [run])
+            con.execute("INSERT INTO run_tasks VALUES (?, 0, 'agent0000')", [run_id])
+            _insert(con, "steps", tuple(STEP_COLUMNS), steps)
+    finally:
+        con.close()
+    return path

@@ -154,7 +154,7 @@ class TestTaskList:
 
     def test_facets_count_buckets_and_list_categories(self, store: Any) -> None:
         facets = triage.task_facets(store, RUN)
-        assert facets.buckets == {"sometimes": 1, "never": 1, "errored": 1, "always": 1, "missing": 1}
+        assert facets.buckets == {"sometimes": 1, "never": 1, "errored": 1, "always": 1, "pending": 0, "missing": 1}
         assert facets.categories == ["geo", "math", "words"]
         assert facets.failures == ["format_error", "server_error", "timeout"]
 
@@ -214,11 +214,13 @@ class TestTranscript:
             {"role": "tool", "tool_call_id": "c1", "content": "4"},
         ]
         blocks = triage.transcript(_attempt(messages=messages, reasoning="hmm", error="late", http_status=500))
-        assert [(b.kind, b.title) for b in blocks] == [
-            ("system", "system"), ("user", "user"), ("assistant", "assistant"), ("tool", "assistant tool calls"),
-            ("tool", "tool (call c1)"), ("reasoning", "reasoning"), ("assistant", "assistant reply (finish: stop)"),
-            ("error", "error (HTTP 500, 0 retries)"), ("scoring", "scoring")]
-        assert blocks[1].text == "part one\n[image without a URL]" and '"calc"' in blocks[3].text
+        assert [(b.kind, b.title, b.turn) for b in blocks] == [
+            ("system", "system", 0), ("user", "user", 0), ("tool", "assistant tool call", 1),
+            ("tool", "output of calc (c1; 1 line)", 1), ("reasoning", "reasoning", 2),
+            ("assistant", "assistant reply (finish: stop)", 2), ("error", "error (HTTP 500, 0 retries)", 0),
+            ("scoring", "scoring", 0)]
+        assert blocks[1].text == "part one\n[image without a URL]" and blocks[2].text == "calc"
+        assert blocks[3].foldable and not blocks[3].folded  # one line: it opens unfolded
         assert "extracted: '4'" in blocks[-1].text and '"normalized_extracted": "4"' in blocks[-1].text
 
     def test_an_agents_tool_results_say_which_tool_ran_on_which_turn_and_how_it_ended(self) -> None:
@@ -231,8 +233,30 @@ class TestTranscript:
             {"id": "c1", "name": "bash", "exit_code": 1, "error": None, "turn": 1, "truncated": True},
             {"id": "c2", "name": "file_write", "exit_code": None, "error": "timeout", "turn": 1}]}]
         titles = [b.title for b in triage.conversation(_attempt(messages=messages, turns=turns))]
-        assert "tool (call c1; bash, turn 1: exit 1, output cut)" in titles
-        assert "tool (call c2; file_write, turn 1: error timeout)" in titles
+        assert titles == ["user", "assistant tool calls (2)", "output of bash (c1; turn 1, exit 1, output cut; 1 line)",
+                          "output of file_write (c2; turn 1, error timeout; 1 line)", "assistant reply (finish: stop)"]
+
+    def test_a_tool_call_reads_as_the_command_a_person_would_type(self) -> None:
+        assert triage.call_line("bash", '{"cmd": "ls -la"}') == "bash: ls -la"  # one string argument: itself
+        assert triage.call_line("write", '{"path": "a.txt", "text": "two words", "n": 3}') == (
+            'write: path=a.txt text="two words" n=3')  # several: key=value, quoted only when needed
+        assert triage.call_line("ls", "{}") == "ls" and triage.call_line("ls", "") == "ls"
+        assert triage.call_line("x", "not json {") == "x: not json {"  # as sent, never a traceback
+        assert triage.call_line("x", {"cmd": "echo \"hi\"\nls"}) == 'x: echo "hi"\nls'  # no double escaping
+
+    def test_long_tool_output_opens_folded(self) -> None:
+        short, long = (triage.Block("tool", "output", "\n".join(["x"] * n), foldable=True) for n in (12, 13))
+        assert not short.folded and long.folded
+        assert not triage.Block("user", "user", "\n".join(["x"] * 50)).folded  # only tool output folds
+
+    def test_turns_cut_the_conversation_at_each_model_call(self) -> None:
+        calls = [{"id": "c1", "type": "function", "function": {"name": "bash", "arguments": '{"cmd": "ls"}'}}]
+        messages = [{"role": "user", "content": "go"}, {"role": "assistant", "content": "looking", "tool_calls": calls},
+                    {"role": "tool", "tool_call_id": "c1", "content": "a.py"}]
+        parts = triage.turns(triage.conversation(_attempt(messages=messages, response="done")))
+        assert [label for label, _ in parts] == ["prompt", "turn 1", "turn 2"]
+        assert parts[1][1] == ("── assistant ──\nlooking\n── assistant tool call ──\nbash: ls\n"
+                               "── output of bash (c1; 1 line) ──\na.py")
 
     def test_a_step_with_no_reply_has_no_reply_block(self) -> None:
         blocks = triage.conversation(_attempt(response=None, error="HTTP 500"))
@@ -323,6 +347,25 @@ class TestWordDiff:
         started = time.perf_counter()
         diff = triage.word_diff(a, b)
         assert time.perf_counter() - started < 1.0 and len(diff.rows) == 200
+
+
+class TestTurnDiff:
+    def test_turn_i_faces_turn_i_so_a_longer_first_turn_does_not_shift_the_rest(self) -> None:
+        scaffold = "\n".join(f"setup line {n}" for n in range(5))
+        a = [("prompt", scaffold), ("turn 1", "ls\na.py"), ("turn 2", "The answer is: 1")]
+        b = [("prompt", scaffold), ("turn 1", "ls\na.py\nb.py\nc.py"), ("turn 2", "The answer is: 1")]
+        diff = triage.turn_diff(a, b)
+        headings = [i for i, r in enumerate(diff.rows) if r.left and r.left[0].text.startswith("═══")]
+        assert [diff.rows[i].left[0].text for i in headings] == ["═══ prompt ═══", "═══ turn 1 ═══", "═══ turn 2 ═══"]
+        changed = [i for i, r in enumerate(diff.rows) if r.changed]
+        assert changed and all(headings[1] < i < headings[2] for i in changed)  # turn 2 matches turn 2: unchanged
+        assert diff.first_divergence == changed[0] and diff.changed_rows == [changed[0]]
+
+    def test_a_turn_one_side_never_took_is_all_removed_or_added(self) -> None:
+        diff = triage.turn_diff([("prompt", "q")], [("prompt", "q"), ("turn 1", "extra\nwork")])
+        assert _side(diff.rows[-2:], "right") == ["extra", "work"] and _side(diff.rows[-2:], "left") == ["", ""]
+        assert all(s.kind == "added" for r in diff.rows[-2:] for s in r.right)
+        assert diff.changed_rows == [len(diff.rows) - 2]
 
 
 class TestScoringDifference:

@@ -12,14 +12,17 @@ polars and the statistics: it is imported where it is used, so opening the TUI d
 
 from workbench.analysis.triage.attempts import (
     Block,
+    attempts_markdown,
     blocks_text,
+    call_line,
     conversation,
     counterpart,
     default_pair,
     scoring_difference,
     transcript,
+    turns,
 )
-from workbench.analysis.triage.diff import DiffRow, Span, WordDiff, word_diff
+from workbench.analysis.triage.diff import DiffRow, Span, WordDiff, turn_diff, word_diff
 from workbench.analysis.triage.live import RateMeter, average_rates
 from workbench.analysis.triage.runs import RUN_SORTS, sort_filter_runs
 from workbench.store.queries.sql import SqlResult, named_queries, one_line, run_sql  # re-exported: part of triage's API
@@ -35,10 +38,12 @@ from workbench.store.queries.triage_tasks import (
     TaskList,
     TaskPage,
     TaskRow,
+    questions_by_task_id,
     run_overview,
     task_facets,
     task_list,
     task_page,
+    task_questions,
 )
 
 __all__ = [
@@ -65,14 +70,17 @@ __all__ = [
     "TaskRow",
     "WordDiff",
     "attempts",
+    "attempts_markdown",
     "average_rates",
     "blocks_text",
+    "call_line",
     "conversation",
     "counterpart",
     "default_pair",
     "live_snapshot",
     "named_queries",
     "one_line",
+    "questions_by_task_id",
     "run_overview",
     "run_row",
     "run_sql",
@@ -83,6 +91,9 @@ __all__ = [
     "task_facets",
     "task_list",
     "task_page",
+    "task_questions",
     "transcript",
+    "turn_diff",
+    "turns",
     "word_diff",
 ]

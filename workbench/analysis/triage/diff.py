@@ -1,10 +1,11 @@
-"""Word-level side-by-side diff of two texts, with the first point of divergence (difflib)."""
+"""Word-level side-by-side diff of two texts (or of two conversations turn by turn), with the first point of
+divergence (difflib)."""
 
 from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import zip_longest
 from typing import Literal
@@ -109,4 +110,28 @@ def word_diff(a: str, b: str) -> WordDiff:
             continue
         changed_rows.append(len(rows))
         rows += _word_block(a_lines[i1:i2], b_lines[j1:j2])
+    return WordDiff(rows, changed_rows[0] if changed_rows else None, changed_rows)
+
+
+def turn_diff(a: Sequence[tuple[str, str]], b: Sequence[tuple[str, str]]) -> WordDiff:
+    """Side-by-side diff of two conversations cut into turns (``attempts.turns``): turn i of one against
+    turn i of the other, each under a heading row, so scaffolding repeated in both (the prompt, the same
+    tool outputs) lines up and only the turns that changed show as changed. A turn only one side took is
+    all removed (or added)."""
+    rows: list[DiffRow] = []
+    changed_rows: list[int] = []
+    for left, right in zip_longest(a, b):
+        label = (left or right)[0]  # type: ignore[index]  # zip_longest: never both None
+        heading = (Span(f"═══ {label} ═══", "same"),)
+        rows.append(DiffRow(heading, heading, False))
+        if left is None or right is None:  # one side has no such turn: every line of the other is the change
+            text = (left or right)[1]  # type: ignore[index]
+            kind: SpanKind = "removed" if right is None else "added"
+            spans = [(Span(line, kind),) if line else () for line in text.split("\n")]
+            changed_rows.append(len(rows))
+            rows += [DiffRow(s if right is None else (), s if left is None else (), True) for s in spans]
+            continue
+        part = word_diff(left[1], right[1])
+        changed_rows += [len(rows) + r for r in part.changed_rows]
+        rows += part.rows
     return WordDiff(rows, changed_rows[0] if changed_rows else None, changed_rows)

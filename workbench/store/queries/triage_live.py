@@ -8,6 +8,7 @@ from datetime import datetime
 
 from workbench.store.queries.rows import fetch_many
 from workbench.store.queries.triage_runs import RunRow, run_query
+from workbench.store.queries.triage_tasks import QUESTION_SQL
 from workbench.store.reader import Store
 
 
@@ -28,6 +29,8 @@ class FailureEvent:
     extracted_answer: str | None
     expected_answer: str | None
     error: str | None
+    question: str | None = None
+    """The first line of the task's prompt (``triage_tasks.QUESTION_CHARS`` characters at most)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,10 +54,12 @@ _LIVE_SHARDS = """
 _LIVE_COUNTS = """
     SELECT coalesce(failure_category, 'wrong') AS outcome, count(*) AS n FROM steps
     WHERE run_id = ? AND NOT passed GROUP BY ALL ORDER BY n DESC, outcome"""
-_LIVE_RECENT = """
-    SELECT task_idx, repeat, started_at, coalesce(failure_category, 'wrong') AS outcome, extracted_answer,
-           expected_answer, error FROM steps WHERE run_id = ? AND NOT passed
-    ORDER BY started_at DESC, task_idx DESC, repeat DESC LIMIT ?"""
+_LIVE_RECENT = f"""
+    SELECT s.task_idx, s.repeat, s.started_at, coalesce(s.failure_category, 'wrong') AS outcome, s.extracted_answer,
+           s.expected_answer, s.error, {QUESTION_SQL} AS question
+    FROM (SELECT * FROM steps WHERE run_id = ? AND NOT passed
+          ORDER BY started_at DESC, task_idx DESC, repeat DESC LIMIT ?) s LEFT JOIN tasks tk USING (task_id)
+    ORDER BY s.started_at DESC, s.task_idx DESC, s.repeat DESC"""
 
 
 def live_snapshot(store: Store, run_id: str, *, latest: int = 20) -> LiveSnapshot | None:

@@ -10,12 +10,17 @@ from workbench.store.queries.rows import fetch_dicts, fetch_many
 from workbench.store.queries.triage_runs import RunHeader, RunRow, run_query
 from workbench.store.reader import Store
 
-BUCKETS = ("sometimes", "never", "errored", "always", "missing")
+BUCKETS = ("sometimes", "never", "errored", "always", "pending", "missing")
 """Outcome buckets, highest-signal first: ``task_stats``' own (``errored``: every attempt an error, no verdict;
-it says nothing about the model; ``missing``: never attempted, a shard that never ran included)."""
+it says nothing about the model; ``missing``: never attempted, a shard that never ran included), and ``pending``:
+a task of a running run with attempts still to come, whose bucket can still change (one failed attempt of four
+is not yet ``never``)."""
 
-BUCKET_SQL = "ts.bucket"
-_BUCKET_RANK = "list_position(['sometimes', 'never', 'errored', 'always', 'missing'], bucket)"
+BUCKET_SQL = """CASE WHEN ts.bucket <> 'sometimes' AND ts.n < (SELECT r.n_repeats FROM runs r
+                     WHERE r.run_id = ts.run_id AND r.status = 'running') THEN 'pending' ELSE ts.bucket END"""
+"""A task's bucket (``BUCKETS``), over ``task_stats ts``: ``sometimes`` is final once seen; the others wait for
+the run's every attempt while it runs."""
+_BUCKET_RANK = f"list_position({list(BUCKETS)}, bucket)"
 
 TASK_SORTS: dict[str, str] = {
     "bucket": _BUCKET_RANK,
@@ -27,6 +32,7 @@ TASK_SORTS: dict[str, str] = {
     "failure": "failure_category",
     "tokens": "mean_tokens",
     "latency": "mean_latency_ms",
+    "question": "question",
 }
 """Sort keys of the task list and the SQL each one orders by (a whitelist: no user text reaches SQL)."""
 
@@ -59,6 +65,12 @@ class TaskRow:
     failure_category: str | None
     mean_tokens: float | None
     mean_latency_ms: float | None
+    question: str | None
+    """The first line of the task's prompt (at most ``QUESTION_CHARS`` characters)."""
+    turns: float | None
+    """Model calls per attempt (an agent's turns), averaged over the attempts; None for single-call attempts."""
+    tool_calls: float | None
+    """Tool calls per attempt, averaged; None when the attempts record none (no agent, no tools offered)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,23 +91,40 @@ class TaskFacets:
     failures: list[str]
 
 
+QUESTION_CHARS = 200
+QUESTION_SQL = (f"left(split_part(ltrim(tk.prompt, ' ' || chr(9) || chr(10) || chr(13)), chr(10), 1), "
+                 f"{QUESTION_CHARS})")
+"""A task's question, over ``tasks tk``: the first non-blank line of its prompt, cut to ``QUESTION_CHARS``."""
+_AGENT_SQL = """,
+           avg(json_array_length(turns)) AS turns,
+           avg(coalesce(list_sum(json_array_length(turns, '$[*].tool_calls')), json_array_length(tool_calls)))
+               AS tool_calls"""
+"""Turns and tool calls per attempt: read for the rows shown, never for the facets (every step's JSON)."""
 _FAILURES_SQL = """
     SELECT task_idx,
            mode(failure_category) FILTER (WHERE failure_category IS NOT NULL) AS failure_category,
-           list(DISTINCT failure_category) FILTER (WHERE failure_category IS NOT NULL) AS failures
+           list(DISTINCT failure_category) FILTER (WHERE failure_category IS NOT NULL) AS failures{agent}
     FROM steps WHERE run_id = ? {and_where} GROUP BY task_idx"""
 _STATS_SQL = f"""
     SELECT ts.task_idx, ts.task_id, ts.n, ts.n_pass, ts.n_error, ts.pass_rate, ts.wilson_low, ts.wilson_high,
            {BUCKET_SQL} AS bucket, ts.mean_tokens, ts.mean_latency_ms
     FROM task_stats ts WHERE ts.run_id = ?"""
 _TASKS_CTE = f"""
-    WITH st AS ({_FAILURES_SQL.format(and_where="")}), t AS (
+    WITH st AS ({_FAILURES_SQL.format(and_where="", agent=_AGENT_SQL)}), t AS (
         SELECT ts.*, tk.metadata ->> 'category' AS category, st.failure_category,
-               coalesce(st.failures, []) AS failures
+               coalesce(st.failures, []) AS failures, {QUESTION_SQL} AS question, st.turns, st.tool_calls
         FROM ({_STATS_SQL}) ts LEFT JOIN tasks tk USING (task_id) LEFT JOIN st USING (task_idx)
     )
 """
-"""Every task of a run with its statistics, bucket, category and failure categories (params: run, run)."""
+"""Every task of a run with its statistics, bucket, category, failure categories, question, turns and tool calls
+(params: run, run)."""
+_FACETS_CTE = f"""
+    WITH st AS ({_FAILURES_SQL.format(and_where="", agent="")}), t AS (
+        SELECT ts.bucket, tk.metadata ->> 'category' AS category, coalesce(st.failures, []) AS failures
+        FROM ({_STATS_SQL}) ts LEFT JOIN tasks tk USING (task_id) LEFT JOIN st USING (task_idx)
+    )
+"""
+"""What the facets count: each task's bucket, category and failure categories (params: run, run)."""
 _TASK_COLUMNS = ", ".join(TaskRow.__dataclass_fields__)
 _TEXT_SQL = ("(task_id = ? OR task_idx::VARCHAR = ? OR task_id IN (SELECT task_id FROM tasks WHERE "
              "contains(lower(prompt), ?)) OR task_idx IN (SELECT task_idx FROM steps WHERE run_id = ? AND "
@@ -116,21 +145,25 @@ def _page_query(run_id: str, flt: TaskFilter, offset: int, limit: int) -> tuple[
         where.append("list_contains(failures, ?)")
         params.append(flt.failure)
     text = flt.text.strip().lower()
-    if text:
+    if text.startswith("#") and text[1:].isdigit():  # "#12": task 12, not every text holding "12"
+        where.append("task_idx = ?")
+        params.append(int(text[1:]))
+    elif text:
         where.append(_TEXT_SQL)
         params += [text, text, text, run_id, text]
     order = TASK_SORTS.get(flt.sort, TASK_SORTS["bucket"])
     order_by = f"ORDER BY {order} {'DESC' if flt.descending else 'ASC'} NULLS LAST, task_idx"
-    if flt.category or flt.failure or flt.sort in ("category", "failure"):
+    if flt.category or flt.failure or flt.sort in ("category", "failure", "question"):
         query = (f"{_TASKS_CTE} SELECT {_TASK_COLUMNS}, count(*) OVER () AS total FROM t "
                  f"WHERE {' AND '.join(where)} {order_by} LIMIT ? OFFSET ?")
         return query, [run_id, run_id, *params, limit, offset]
     query = f"""
         WITH page AS (SELECT *, count(*) OVER () AS total FROM ({_STATS_SQL}) AS t
                       WHERE {' AND '.join(where)} {order_by} LIMIT ? OFFSET ?),
-             st AS ({_FAILURES_SQL.format(and_where="AND task_idx IN (SELECT task_idx FROM page)")})
+             st AS ({_FAILURES_SQL.format(and_where="AND task_idx IN (SELECT task_idx FROM page)", agent=_AGENT_SQL)})
         SELECT {_TASK_COLUMNS}, total FROM (
-            SELECT page.*, tk.metadata ->> 'category' AS category, st.failure_category
+            SELECT page.*, tk.metadata ->> 'category' AS category, st.failure_category,
+                   {QUESTION_SQL} AS question, st.turns, st.tool_calls
             FROM page LEFT JOIN tasks tk USING (task_id) LEFT JOIN st USING (task_idx)
         ) {order_by}"""
     return query, [run_id, *params, limit, offset, run_id]
@@ -143,7 +176,7 @@ def _page(rows: list[dict[str, Any]], offset: int) -> TaskPage:
     return TaskPage([TaskRow(**row) for row in rows], total, offset)
 
 
-_FACETS_SQL = f"""{_TASKS_CTE}
+_FACETS_SQL = f"""{_FACETS_CTE}
     SELECT 'bucket' AS kind, bucket AS value, count(*) AS n FROM t GROUP BY bucket
     UNION ALL SELECT 'category', category, count(*) FROM t WHERE category IS NOT NULL GROUP BY category
     UNION ALL SELECT 'failure', f, count(*) FROM (SELECT unnest(failures) AS f FROM t) GROUP BY f"""
@@ -196,3 +229,17 @@ def run_overview(store: Store, run_id: str) -> RunOverview:
     """A run's metrics (pass@1 with its interval) and its task facets, on one connection."""
     run, facets = fetch_many(store, [run_query(run_id), (_FACETS_SQL, [run_id, run_id])])
     return RunOverview(RunRow(**run[0]) if run else None, _facets(facets))
+
+
+def task_questions(store: Store, run_id: str, task_idxs: list[int]) -> dict[int, str | None]:
+    """The question (first line of the prompt) of each of task_idxs in a run; a task the run does not have
+    is left out (what a finding's or a flip list's cited tasks show beside their indices)."""
+    query = f"""SELECT rt.task_idx, {QUESTION_SQL} AS question FROM run_tasks rt LEFT JOIN tasks tk USING (task_id)
+                WHERE rt.run_id = ? AND list_contains(?, rt.task_idx)"""
+    return {int(r["task_idx"]): r["question"] for r in fetch_dicts(store, query, [run_id, task_idxs])}
+
+
+def questions_by_task_id(store: Store, task_ids: list[str]) -> dict[str, str | None]:
+    """The question of each task (by content hash, the same in every run that has it): what a flip list shows."""
+    query = f"SELECT tk.task_id, {QUESTION_SQL} AS question FROM tasks tk WHERE list_contains(?, tk.task_id)"
+    return {r["task_id"]: r["question"] for r in fetch_dicts(store, query, [task_ids])}

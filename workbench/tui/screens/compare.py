@@ -106,6 +106,7 @@ class CompareScreen(NelScreen):
         Binding("x", "clear", "All categories", show=False,
                 tooltip="Show the flips of every category (Enter on a category shows only its flips)"),
         Binding("R", "reload", "Reload", show=False, tooltip="Compare the two runs again (a running run has moved on)"),
+        Binding("e", "export", "Export", show=False, tooltip="Export the flip list: Markdown, JSON, CSV or Parquet"),
     ]
     DEFAULT_CSS = """
     CompareScreen #headline {
@@ -389,3 +390,15 @@ class CompareScreen(NelScreen):
 
     def action_previous_table(self) -> None:
         self._cycle(-1)
+
+    def action_export(self) -> None:
+        """The whole flip list, each task with its question, to a file (``export_view``)."""
+        from workbench.analysis.triage import questions_by_task_id
+        from workbench.tui.export_view import export_later, flips_table
+
+        if self.result is None:
+            self.say("The comparison is still loading: press e again in a moment.")
+            return
+        flips, baseline, candidate = self.result.comparison.flips, self.baseline, self.candidate
+        ids = [x.task_id for x in (*flips.regressions, *flips.improvements)]
+        export_later(self, lambda: flips_table(flips, questions_by_task_id(self.store(), ids), baseline, candidate))

@@ -2,7 +2,9 @@
 
 By default a passing and a failing attempt of the same task (the sharpest contrast a sometimes-pass
 task offers); or two given attempts; or an attempt and the same task (by content hash) in another run.
-The scoring difference is spelled out above the texts.
+The conversations are aligned on turns (the prompt against the prompt, turn i against turn i), so scaffolding
+both repeat lines up and only what changed stands out. The scoring difference is spelled out above the texts,
+one difference per line.
 """
 
 from __future__ import annotations
@@ -16,13 +18,13 @@ from textual.widgets import Static
 
 from workbench.analysis.triage import (
     Attempt,
-    blocks_text,
     conversation,
     counterpart,
     default_pair,
     scoring_difference,
     task_detail,
-    word_diff,
+    turn_diff,
+    turns,
 )
 from workbench.errors import UsageError
 from workbench.store.reader import Store
@@ -56,6 +58,9 @@ class DiffScreen(NelScreen):
     AUTO_FOCUS = "#diff"
     title_text = "trajectory diff"
     BINDINGS: ClassVar[list[BindingType]] = [Binding("s", "swap", "Swap sides", tooltip="Swap the two sides")]
+    DEFAULT_CSS = """
+    DiffScreen #scoring { max-height: 8; overflow-y: auto; }
+    """
 
     def __init__(self, run_id: str, task_idx: int, *, left: Attempt | None = None, right: Attempt | None = None,
                  other_run: str | None = None) -> None:
@@ -81,7 +86,7 @@ class DiffScreen(NelScreen):
 
         def job(token: int) -> DiffReady:
             a, b = resolve_pair(self.store(), run_id, task_idx, left, right, other)
-            diff = word_diff(blocks_text(conversation(a)), blocks_text(conversation(b)))
+            diff = turn_diff(turns(conversation(a)), turns(conversation(b)))
             return DiffReady(token, a, b, diff, scoring_difference(a, b))
 
         self.start("diff", job)
@@ -101,7 +106,7 @@ class DiffScreen(NelScreen):
                  if diff.first_divergence is not None else "the two conversations are identical")
         self.query_one("#sides", Static).update(
             f"A {side(a)}  vs  B {side(b)} · {len(diff.changed_rows)} changed region(s)\n{where}")
-        self.query_one("#scoring", Static).update("scoring: " + "; ".join(message.scoring))
+        self.query_one("#scoring", Static).update("scoring: " + "\n         ".join(message.scoring))
         self.query_one(DiffView).show(diff)
 
     def failed(self, group: str, text: str) -> None:

@@ -1,6 +1,7 @@
 """Why did the score change? The diagnosis of two runs (what ``nel diagnose A B`` reports), as a list of
 heuristic findings in BLADE's taxonomy, each with its claim, the rule that produced it, the suggested
-intervention and the tasks it cites; Enter opens the first cited task.
+intervention and the tasks it cites, each with its question; Enter on a finding moves to its cited tasks,
+Enter on a cited task opens it (every one of them, not only the first).
 """
 
 from __future__ import annotations
@@ -14,14 +15,25 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Static
 
 from workbench.analysis.diagnosis.types import TAXONOMY_LABELS
+from workbench.analysis.triage import task_questions
 from workbench.analysis.triage.compare import RunFinding, diagnose_runs, findings_by_run
 from workbench.tui import format as fmt
-from workbench.tui.messages import DiagnosisLoaded
+from workbench.tui.messages import DiagnosisLoaded, Reply
 from workbench.tui.screens.base import NelScreen
 from workbench.tui.widgets.table import NelTable
 
 COLUMNS = (("scope", "about"), ("category", "category"), ("tasks", "tasks"), ("title", "finding"))
+CITED_COLUMNS = (("task", "task"), ("question", "question"))
 CITED_SHOWN = 12
+
+
+class CitedLoaded(Reply):
+    """The questions of the tasks a finding cites (index → question)."""
+
+    def __init__(self, token: int, row: int, questions: dict[int, str | None]) -> None:
+        super().__init__(token)
+        self.row = row
+        self.questions = questions
 
 
 class FindingsScreen(NelScreen):
@@ -30,11 +42,13 @@ class FindingsScreen(NelScreen):
     AUTO_FOCUS = "#findings"
     title_text = "findings"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "open", "Open task", show=False, tooltip="Open the first task the finding cites"),
+        Binding("enter", "open", "Open task", show=False, tooltip="Open a task the finding cites"),
     ]
     DEFAULT_CSS = """
-    FindingsScreen #findings { height: auto; max-height: 45%; }
-    FindingsScreen #detail { height: 1fr; padding: 0 1; border-top: solid $primary-muted; overflow-y: auto; }
+    FindingsScreen #findings { height: auto; max-height: 35%; }
+    FindingsScreen #detail { height: auto; max-height: 35%; padding: 0 1; border-top: solid $primary-muted;
+                             overflow-y: auto; }
+    FindingsScreen #cited { height: 1fr; }
     """
 
     def __init__(self, baseline: str, candidate: str) -> None:
@@ -50,10 +64,12 @@ class FindingsScreen(NelScreen):
                      markup=False)
         yield NelTable(id="findings")
         yield Static("", id="detail", markup=False)
+        yield NelTable(id="cited")
 
     def on_mount(self) -> None:
         super().on_mount()
         self.query_one("#findings", NelTable).set_columns(COLUMNS)
+        self.query_one("#cited", NelTable).set_columns(CITED_COLUMNS)
         baseline, candidate = self.baseline, self.candidate
 
         def job(token: int) -> DiagnosisLoaded:
@@ -97,7 +113,23 @@ class FindingsScreen(NelScreen):
         self.query_one("#detail", Static).update(
             f"{f.title}\n\n{f.detail}\n\nSuggested: {f.suggestion}\n\n"
             f"category: {TAXONOMY_LABELS.get(f.category, f.category)} · rule: {f.rule} (heuristic)\n"
-            f"tasks in {rf.run_id}: {cited or 'none'}{more}")
+            f"tasks in {rf.run_id}: {cited or 'none'}{more}" + (" · Enter lists them" if f.task_idx else ""))
+        cited_table = self.query_one("#cited", NelTable)
+        cited_table.clear()
+        cited_table.border_title = f"the {len(f.task_idx)} task(s) it cites in {rf.run_id}"
+        for i in f.task_idx:
+            cited_table.add_row(fmt.num(f"#{i}"), "…", key=str(i))
+        run_id, idxs = rf.run_id, list(f.task_idx)
+        if idxs:
+            self.start("cited", lambda token: CitedLoaded(token, row, task_questions(self.store(), run_id, idxs)))
+
+    def on_cited_loaded(self, message: CitedLoaded) -> None:
+        if not self.current("cited", message.token):
+            return
+        table = self.query_one("#cited", NelTable)
+        for i, question in message.questions.items():
+            if str(i) in {str(k.value) for k in table.rows}:
+                table.update_cell(str(i), "question", fmt.clip(question, 100))
 
     @on(DataTable.RowHighlighted, "#findings")
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
@@ -107,14 +139,33 @@ class FindingsScreen(NelScreen):
     def _selected(self) -> None:
         self.action_open()
 
-    def action_open(self) -> None:
-        from workbench.tui.screens.task import TaskScreen
+    @on(DataTable.RowSelected, "#cited")
+    def _cited_selected(self, event: DataTable.RowSelected) -> None:
+        self._open_task(int(str(event.row_key.value)))
 
+    def action_open(self) -> None:
+        """Enter on a finding: to its cited tasks (straight into the task when it cites one)."""
         row = self.query_one("#findings", NelTable).cursor_row
         if not 0 <= row < len(self.findings):
             return
-        rf = self.findings[row]
-        if not rf.finding.task_idx:
+        f = self.findings[row].finding
+        if not f.task_idx:
             self.say("This finding cites no task.")
-            return
-        self.app.push_screen(TaskScreen(rf.run_id, rf.finding.task_idx[0]))
+        elif len(f.task_idx) == 1:
+            self._open_task(f.task_idx[0])
+        else:
+            self.query_one("#cited", NelTable).focus()
+
+    def _open_task(self, task_idx: int) -> None:
+        from workbench.tui.screens.task import TaskScreen
+
+        row = self.query_one("#findings", NelTable).cursor_row
+        if 0 <= row < len(self.findings):
+            self.app.push_screen(TaskScreen(self.findings[row].run_id, task_idx))
+
+    def action_back(self) -> None:
+        cited = self.query_one("#cited", NelTable)
+        if cited.has_focus:  # back from the cited tasks to the findings first
+            self.query_one("#findings", NelTable).focus()
+        else:
+            super().action_back()

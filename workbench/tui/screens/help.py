@@ -14,7 +14,8 @@ from textual.widgets import Static
 
 from workbench.tui.widgets.table import NelTable
 
-_TABLE_KEYS = "↑ ↓ PgUp PgDn Home End move the cursor; Enter opens the row; a click on a header sorts by it"
+_TABLE_KEYS = ("↑ ↓ PgUp PgDn Home End move the cursor (End loads a long list to its last row); Enter opens the row; "
+               "a click on a header sorts by it")
 
 
 class KeyRow(NamedTuple):

@@ -26,8 +26,8 @@ from workbench.workers import LaunchState, find_launch, resume, stop
 
 POLL_S = 0.5
 SHARD_COLUMNS = (("shard", "shard"), ("status", "status"), ("bar", "progress"), ("done", "steps"), ("pct", "%"))
-FAILURE_COLUMNS = (("when", "UTC"), ("task", "task"), ("repeat", "#"), ("outcome", "outcome"),
-                   ("extracted", "extracted"), ("expected", "expected"), ("error", "error"))
+FAILURE_COLUMNS = (("when", "UTC"), ("task", "task"), ("repeat", "#"), ("question", "question"),
+                   ("outcome", "outcome"), ("extracted", "extracted"), ("expected", "expected"), ("error", "error"))
 
 
 class LiveScreen(NelScreen):
@@ -205,9 +205,9 @@ class LiveScreen(NelScreen):
         keep = table.highlighted_key()
         table.clear()
         for key, e in zip(keys, snap.latest, strict=True):
-            table.add_row(fmt.clock(e.started_at), fmt.num(str(e.task_idx)), fmt.num(str(e.repeat)), e.outcome,
-                          fmt.clip(e.extracted_answer, 14), fmt.clip(e.expected_answer, 14), fmt.clip(e.error, 40),
-                          key=key)
+            table.add_row(fmt.clock(e.started_at), fmt.num(str(e.task_idx)), fmt.num(str(e.repeat)),
+                          fmt.clip(e.question, 28), e.outcome, fmt.clip(e.extracted_answer, 14),
+                          fmt.clip(e.expected_answer, 14), fmt.clip(e.error, 40), key=key)
         table.move_to_key(keep)
 
     @on(DataTable.RowSelected, "#latest")

@@ -52,6 +52,8 @@ class SqlScreen(NelScreen):
         Binding("ctrl+t", "results", "Results", tooltip="Move to the result table"),
         Binding("ctrl+o", "ide", "Open in IDE", tooltip="Open the store in harlequin (nel sql --ide): schema "
                 "browser, completion, history, results export"),
+        Binding("ctrl+e", "export", "Export", priority=True,
+                tooltip="Export the result: Markdown, JSON, CSV or Parquet"),
     ]
 
     def __init__(self) -> None:
@@ -161,3 +163,17 @@ class SqlScreen(NelScreen):
 
     def action_results(self) -> None:
         self.query_one("#result").focus()
+
+    def action_export(self) -> None:
+        """The result on show, to a file (the rows fetched: the first ``ROW_LIMIT`` of a longer result)."""
+        from workbench.export.table_file import Table
+        from workbench.tui.export_view import ExportDialog
+
+        result = self.result
+        if result is None or not result.columns:
+            self.status("No result to export: run a query first (ctrl+r).", error=True)
+            return
+        first = f"the first {len(result.rows)} rows of " if result.truncated else f"{len(result.rows)} row(s) of "
+        table = Table(name="query-result", what=f"{first}the query result", columns=result.columns, rows=result.rows)
+        self.app.push_screen(ExportDialog(table, self.nel.store_path.parent, "csv"),
+                             lambda line: self.status(line) if line else None)

@@ -35,8 +35,10 @@ from workbench.tui.widgets.table import NelTable
 
 PAGE = 100  # rows per fetch: two screenfuls of a large terminal, and quick to add to the table
 REFRESH_S = 2.0  # how often the list of a running run is read again
-COLUMNS = (("task", "task"), ("passes", "k/n"), ("pass rate", "rate"), ("wilson", "Wilson 95%"), ("bucket", "bucket"),
-           ("category", "category"), ("failure", "failure"), ("tokens", "tokens"), ("latency", "latency"))
+COLUMNS = (("task", "task"), ("question", "question"), ("passes", "k/n"), ("pass rate", "rate"),
+           ("wilson", "Wilson 95%"), ("bucket", "bucket"), ("category", "category"), ("failure", "failure"),
+           ("tokens", "tokens"), ("latency", "latency"), ("turns", "turns"), ("tool calls", "tools"))
+QUESTION_CELLS = 28  # the question's first line, clipped: enough to recognise a task, not to push the numbers off
 SORTS = tuple(TASK_SORTS)
 
 
@@ -44,6 +46,13 @@ def _cycle(options: Sequence[str | None], current: str | None) -> str | None:
     """The option after ``current`` (wrapping round; ``None`` means "all")."""
     index = options.index(current) if current in options else -1
     return options[(index + 1) % len(options)]
+
+
+def _per_attempt(value: float | None) -> str:
+    """A per-attempt mean: a whole number as such (every attempt took 3 turns), else one decimal; — for none."""
+    if value is None:
+        return "—"
+    return f"{value:.0f}" if float(value).is_integer() else f"{value:.1f}"
 
 
 class TasksScreen(NelScreen):
@@ -58,7 +67,7 @@ class TasksScreen(NelScreen):
         Binding("f", "failure", "Failure", tooltip="Show tasks with at least one attempt in a failure category"),
         Binding("c", "category", "Category", tooltip="Show one task category (from the benchmark's metadata)"),
         Binding("slash", "text", "Search", key_display="/",
-                tooltip="Search the prompts and the responses (or a task index / id)"),
+                tooltip="Search the prompts and the responses (#12: task 12; or a task id)"),
         Binding("s", "sort", "Sort", tooltip="Sort by the next column (bucket, task, passes, pass rate, …)"),
         Binding("S", "reverse", "Reverse", show=False, tooltip="Reverse the sort order"),
         Binding("x", "clear", "Clear", tooltip="Clear every filter"),
@@ -75,6 +84,7 @@ class TasksScreen(NelScreen):
         self.metrics: RunRow | None = None
         self.total = 0
         self._loading_more = False
+        self._to_end = False
         self._debounce: Timer | None = None
 
     def crumb(self) -> str:
@@ -82,7 +92,7 @@ class TasksScreen(NelScreen):
 
     def compose_body(self) -> Iterable[Widget]:
         yield Static("loading tasks…", id="summary", classes="summary", markup=False)
-        yield Input(placeholder="/ search prompts and responses", id="text", compact=True)
+        yield Input(placeholder="/ search prompts and responses (#12: task 12)", id="text", compact=True)
         yield Static("", id="status", markup=False)
         yield NelTable(id="tasks")
 
@@ -112,6 +122,7 @@ class TasksScreen(NelScreen):
         flt, run_id = self.filter, self.run_id
         self._tokens["more"] = self._tokens.get("more", 0) + 1  # a pending next page belongs to the old list
         self._loading_more = False
+        self._to_end = False
 
         def job(token: int) -> TasksLoaded:
             first = task_list(self.store(), run_id, flt, limit=PAGE)
@@ -129,14 +140,26 @@ class TasksScreen(NelScreen):
             self.metrics = message.overview.run
             self._show_status()
 
-    def _more(self) -> None:
+    def _more(self, limit: int = PAGE) -> None:
         table = self.query_one("#tasks", NelTable)
         if self._loading_more or table.row_count >= self.total:
             return
         self._loading_more = True
         flt, run_id, offset = self.filter, self.run_id, table.row_count
         self.start("more", lambda token: TasksLoaded(token, task_page(self.store(), run_id, flt, offset=offset,
-                                                                            limit=PAGE), None))
+                                                                            limit=limit), None))
+
+    @on(NelTable.LastRowWanted, "#tasks")
+    def _to_last_row(self) -> None:
+        """End: fetch every row not loaded yet in one page, then put the cursor on the last."""
+        table = self.query_one("#tasks", NelTable)
+        if table.row_count >= self.total:
+            return
+        self._to_end = True
+        if self._loading_more:  # a page is on its way: ask for the rest once it is in
+            return
+        self.say(f"loading the last {self.total - table.row_count:,} tasks…")
+        self._more(self.total - table.row_count)
 
     def on_tasks_loaded(self, message: TasksLoaded) -> None:
         table = self.query_one("#tasks", NelTable)
@@ -158,6 +181,13 @@ class TasksScreen(NelScreen):
             return
         self.total = message.page.total
         self._show_status()
+        if self._to_end:
+            if table.row_count < self.total:
+                self._to_last_row()
+            else:
+                self._to_end = False
+                self.say("")
+                table.move_cursor(row=table.row_count - 1, animate=False, scroll=True)
 
     def failed(self, group: str, text: str) -> None:
         if group == "more":
@@ -174,16 +204,19 @@ class TasksScreen(NelScreen):
         table = self.query_one("#tasks", NelTable)
         for t in rows:
             table.add_row(
-                fmt.num(str(t.task_idx)), fmt.num(f"{t.n_pass}/{t.n}"), fmt.num(fmt.rate(t.pass_rate)),
-                fmt.interval(t.wilson_low, t.wilson_high), t.bucket, t.category or "—", t.failure_category or "—",
-                fmt.num(fmt.count(t.mean_tokens)), fmt.num(fmt.millis(t.mean_latency_ms)), key=str(t.task_idx),
+                fmt.num(str(t.task_idx)), fmt.clip(t.question, QUESTION_CELLS), fmt.num(f"{t.n_pass}/{t.n}"),
+                fmt.num(fmt.rate(t.pass_rate)), fmt.interval(t.wilson_low, t.wilson_high), t.bucket,
+                t.category or "—", t.failure_category or "—", fmt.num(fmt.count(t.mean_tokens)),
+                fmt.num(fmt.millis(t.mean_latency_ms)), fmt.num(_per_attempt(t.turns)),
+                fmt.num(_per_attempt(t.tool_calls)), key=str(t.task_idx),
             )
 
     def _show_status(self) -> None:
         f, run = self.filter, self.run
         if run is not None:
             facets, m = self.facets, self.metrics
-            buckets = "  ".join(f"{name} {n}" for name, n in facets.buckets.items()) if facets else "counting…"
+            buckets = "  ".join(f"{name} {n}" for name, n in facets.buckets.items()
+                                if n or name != "pending") if facets else "counting…"
             pass_at_1 = fmt.estimate(m.pass_at_1, m.pass_at_1_low, m.pass_at_1_high) if m else "…"
             self.query_one("#summary", Static).update(
                 f"{run.benchmark} · {run.model_id or '—'} · {run.status} · pass@1 {pass_at_1} · "

@@ -7,6 +7,7 @@ from typing import ClassVar
 
 from rich.text import Text
 from textual.binding import Binding, BindingType
+from textual.message import Message
 from textual.widgets import DataTable
 
 Cell = str | Text
@@ -21,8 +22,23 @@ class NelTable(DataTable[Cell]):
         Binding("end", "scroll_bottom", "Last row", show=False),
     ]
 
+    class LastRowWanted(Message):
+        """End was pressed: a screen that pages its rows in loads the rest, so End reaches the list's last row."""
+
+        def __init__(self, table: NelTable) -> None:
+            super().__init__()
+            self.table = table
+
+        @property
+        def control(self) -> NelTable:
+            return self.table
+
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes, cursor_type="row", zebra_stripes=True)
+
+    def action_scroll_bottom(self) -> None:
+        super().action_scroll_bottom()
+        self.post_message(self.LastRowWanted(self))
 
     def set_columns(self, columns: Sequence[tuple[str, str]]) -> None:
         """(key, label) pairs, once."""

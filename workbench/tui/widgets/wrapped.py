@@ -75,6 +75,30 @@ def wrap_pieces(pieces: Sequence[Piece], width: int) -> list[Line]:
     return lines
 
 
+def overlay(line: Line, ranges: Sequence[tuple[int, int, Style]]) -> Line:
+    """``line`` with each (start, end, style) character range (sorted, not overlapping) drawn over in ``style``
+    (a search match)."""
+    if not ranges:
+        return line
+    out: list[Piece] = []
+    pos = 0
+    for text, style in line:
+        end = pos + len(text)
+        cut = pos
+        for start, stop, over in ranges:
+            a, b = max(start, pos), min(stop, end)
+            if a >= b:
+                continue
+            if a > cut:
+                out.append((text[cut - pos:a - pos], style))
+            out.append((text[a - pos:b - pos], style + over))
+            cut = b
+        if cut < end:
+            out.append((text[cut - pos:], style))
+        pos = end
+    return tuple(out)
+
+
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
@@ -125,6 +149,16 @@ class WrappedView(ScrollView, can_focus=True):
             self.virtual_size = Size(width, len(self._wrapped.lines))
         return self._wrapped.lines
 
+    def decorate(self, index: int, line: Line) -> Line:
+        """Visual line ``index`` as drawn: subclasses overlay what changes without a new layout (search matches);
+        call ``repaint`` when that changes."""
+        return line
+
+    def repaint(self) -> None:
+        """Draw the lines again (their decoration changed; the layout did not)."""
+        self._strips.clear()
+        self.refresh()
+
     def content_changed(self) -> None:
         """Call after the content changed: lays out again and repaints."""
         self._wrapped = None
@@ -144,7 +178,7 @@ class WrappedView(ScrollView, can_focus=True):
             return Strip.blank(width, base)
         strip = self._strips.get((index, base))  # keyed on the base style too: a theme change repaints
         if strip is None:
-            segments = [Segment(text, base + style) for text, style in lines[index]]
+            segments = [Segment(text, base + style) for text, style in self.decorate(index, lines[index])]
             strip = Strip(segments).crop_extend(0, width, base)
             self._strips[index, base] = strip
         return strip
