@@ -338,3 +338,28 @@ def test_a_server_that_exits_fails_its_job_with_the_exit_code_and_its_last_lines
     assert "nel: services.mock: the server exited with code 7 before it answered GET /v1/models" in log, log
     assert "no weights here" in log
     assert not store.exists()  # the shard never ran
+
+
+
+def test_sbatch_takes_the_heterogeneous_job_a_server_on_another_pool_makes_with_a_component_per_pool(
+        slurm: Cluster, tmp_path: Path) -> None:
+    """Accepted and held only: one node cannot run two components (each takes a node of its own)."""
+    command = f"['{sys.executable}', -m, workbench.cli, model, mock, --host, '{{host}}', --port, '{{port}}']"
+    config = _served_config(tmp_path / "nel.duckdb", command, "{eval: {partition: debug, cpus_per_task: 1}, "
+                            "model: {partition: debug, cpus_per_task: 2}}", shards=1)
+    (tmp_path / "suite.yaml").write_text(config.replace("node_pool: eval", "node_pool: model")
+                                         .replace("node_pools:", "submit: false, node_pools:"))
+    proc = subprocess.run([NEL, "eval", "run", "suite.yaml"], cwd=tmp_path, env=slurm.env, capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "one heterogeneous job: pools eval, model" in proc.stdout
+    held = slurm.run("sbatch", "--parsable", "--hold", str(_scripts_dir(proc.stdout) / "shards.sbatch"))
+    assert held.returncode == 0, held.stderr
+    job = held.stdout.strip().split(";")[0]
+    try:
+        lines = slurm.run("scontrol", "show", "job", "-o", job).stdout.splitlines()
+        components = [dict(re.findall(r"(\w+)=(\S*)", line)) for line in lines]
+        assert [(c.get("HetJobOffset"), c.get("Partition"), c.get("MinCPUsNode")) for c in components] == [
+            ("0", "debug", "1"), ("1", "debug", "2")]
+    finally:
+        slurm.run("scancel", job)

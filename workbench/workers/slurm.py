@@ -151,11 +151,11 @@ def shard_script(cluster: Cluster, job: SlurmJob, directory: Path) -> str:
     lines += [f"#SBATCH {arg}" for arg in cluster.sbatch_args]
     lines += hetjob_directives(cluster, pools, cluster.walltime)
     lines += _preamble(cluster, job)
-    if het:
-        lines += ["export SLURM_ARRAY_TASK_ID=0 SLURM_ARRAY_JOB_ID=\"$SLURM_JOB_ID\"  # one shard: no array"]
     args = ["eval", "run", "--spec", str(directory / SPEC_FILE)]
+    lines += ['export SLURM_ARRAY_TASK_ID=0 SLURM_ARRAY_JOB_ID="$SLURM_JOB_ID"  # one shard: SLURM has no '
+              'arrays of heterogeneous jobs' if het else
+              ': "${SLURM_ARRAY_TASK_ID:?run this script as a job array (sbatch --array=...)}"']
     lines += [
-        ': "${SLURM_ARRAY_TASK_ID:?run this script as a job array (sbatch --array=...)}"',
         f"export NEL_SHARD_IDX=\"$SLURM_ARRAY_TASK_ID\" NEL_TOTAL_SHARDS={n}",
         'echo "nel: SLURM job ${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID} on $(hostname):'
         f' SLURM_ARRAY_TASK_ID=$SLURM_ARRAY_TASK_ID, shard $NEL_SHARD_IDX of {n}"',
