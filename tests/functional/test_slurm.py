@@ -297,6 +297,7 @@ def test_a_server_placed_on_the_pool_starts_inside_each_shard_job_serves_it_and_
     command = f"['{sys.executable}', -m, workbench.cli, model, mock, --port, '{{port}}']"
     proc, array, merge = _submit(slurm, tmp_path, _served_config(store, command, "{eval: {partition: debug}}"))
     assert slurm.wait_ended(merge) == ["COMPLETED"], slurm.logs()
+    assert slurm.states(array) == ["COMPLETED"] * SHARDS
     s = open_store(store)
     runs = s.runs()
     assert runs.height == 1 and runs["status"][0] == "complete"
@@ -334,6 +335,7 @@ def test_a_server_that_exits_fails_its_job_with_the_exit_code_and_its_last_lines
     proc, array, merge = _submit(slurm, tmp_path, _served_config(store, command, "{eval: {partition: debug}}",
                                                                  shards=1))
     assert slurm.wait_ended(array) == ["FAILED"]
+    assert wait_for(lambda: slurm.job(merge).get("JobState") == "CANCELLED", 10.0, 0.2), slurm.job(merge)
     log = (_scripts_dir(proc.stdout) / "shard-0.log").read_text()
     assert "nel: services.mock: the server exited with code 7 before it answered GET /v1/models" in log, log
     assert "no weights here" in log

@@ -186,9 +186,10 @@ def test_the_servers_secrets_reach_it_through_the_environment_never_the_scripts(
 
 
 def test_launch_becomes_the_server_on_the_host_and_port_the_job_picked(tmp_path: Path) -> None:
+    show = "import os, sys; print(sys.argv[1:], os.environ[\"WHO\"])"
     spec = spec_of(tmp_path, suite(f"{{type: command, model: m, node_pool: compute, env: {{WHO: served}}, command: "
-                                   f"['{sys.executable}', -c, 'import os, sys; print(sys.argv[1:], os.environ[\"WHO\"])',"
-                                   " '{port}', '{host}', '{model}']}", ONE_POOL))
+                                   f"['{sys.executable}', -c, '{show}', '{{port}}', '{{host}}', '{{model}}']}}",
+                                   ONE_POOL))
     local = spec.model_copy(update={"cluster": None, "services": {
         n: s.model_copy(update={"node_pool": None}) for n, s in spec.services.items()}})
     (tmp_path / "spec.json").write_text(spec_json(local))

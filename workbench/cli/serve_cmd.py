@@ -81,9 +81,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     endpoint: list[tuple[Path, str]] = []  # endpoint.txt, and what it holds
 
     def ready(url: str) -> None:
-        if in_slurm_job():  # the address Gym's training nodes read (docs/slurm.md)
-            if (written := write_endpoint(sock, args.host)) is not None:
-                endpoint.append(written)
+        # in a SLURM job: the address Gym's training nodes read (docs/slurm.md)
+        if in_slurm_job() and (written := write_endpoint(sock, args.host)) is not None:
+            endpoint.append(written)
         print(f"{READY_PREFIX}{env.name} ({len(env)} problems) at {url}{mode}{auth}", flush=True)
 
     with sock:

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import re
 import sys
 import time
 from types import TracebackType
-
-import os
-import re
 
 from workbench.errors import NelError, UsageError
 from workbench.services.commands import HOST, require_program, server_argv
 from workbench.services.ports import check_free, free_port
 from workbench.services.server import ServerProcess
 from workbench.spec.models import Benchmark, RunSpec, ServerService
-
 
 STARTED_ENV = "NEL_STARTED_SERVICE_"
 """``NEL_STARTED_SERVICE_<NAME>=HOST:PORT``: the server was started for this worker (by a SLURM job on its node

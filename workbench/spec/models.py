@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    BeforeValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Discriminator,
     Field,
