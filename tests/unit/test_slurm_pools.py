@@ -222,3 +222,10 @@ def test_a_shard_handed_a_started_server_calls_it_there_and_starts_nothing(tmp_p
     with pytest.raises(UsageError, match=r"\$NEL_STARTED_SERVICE_MODEL: expected HOST:PORT, got 'node17'"), \
             ServiceFleet(spec, announce=False) as fleet:
         fleet.start_for(0)
+
+
+def test_a_placed_server_no_benchmark_calls_is_not_started(tmp_path: Path) -> None:
+    text = suite("{type: vllm, model: m, node_pool: compute}", ONE_POOL).replace(
+        "benchmarks:", "  spare: {type: vllm, model: other, node_pool: compute}\nbenchmarks:")
+    spec = spec_of(tmp_path, text.replace("max_problems: 4}", "max_problems: 4, solver: {service: model}}"))
+    assert [s.name for s in placed_servers(spec)] == ["model"]

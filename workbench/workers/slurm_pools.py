@@ -16,7 +16,7 @@ import shlex
 from dataclasses import dataclass
 
 from workbench.errors import UsageError
-from workbench.services.fleet import start_order, started_env_name
+from workbench.services.fleet import services_of, start_order, started_env_name
 from workbench.spec.models import Cluster, NodePool, RunSpec, ServerService, redact_args
 
 STOP_GRACE_S = 10
@@ -37,10 +37,12 @@ class PlacedServer:
 
 
 def placed_servers(spec: RunSpec) -> tuple[PlacedServer, ...]:
-    """The spec's servers with a ``node_pool``, dependencies first."""
+    """The spec's servers with a ``node_pool`` that its benchmarks call (or that those depend on), dependencies
+    first: a server no benchmark calls is not started."""
     from workbench.services.commands import server_argv
 
-    placed = {name for name, s in spec.services.items() if isinstance(s, ServerService) and s.node_pool}
+    called = {name for bench in spec.benchmarks for name in start_order(spec, services_of(bench))}
+    placed = {name for name in called if getattr(spec.services[name], "node_pool", None)}
     out = []
     for name in start_order(spec, placed):
         service = spec.services[name]
