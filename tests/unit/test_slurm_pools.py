@@ -229,3 +229,20 @@ def test_a_placed_server_no_benchmark_calls_is_not_started(tmp_path: Path) -> No
         "benchmarks:", "  spare: {type: vllm, model: other, node_pool: compute}\nbenchmarks:")
     spec = spec_of(tmp_path, text.replace("max_problems: 4}", "max_problems: 4, solver: {service: model}}"))
     assert [s.name for s in placed_servers(spec)] == ["model"]
+
+
+def test_a_server_given_a_secret_has_it_replaced_in_its_output_and_keeps_its_exit_code(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SERVED_KEY", SECRET)
+    echo = "import sys; print('args', sys.argv[1:]); sys.exit(5)"
+    spec = spec_of(tmp_path, suite(f"{{type: command, model: m, node_pool: compute, command: ['{sys.executable}', "
+                                   f"-c, \"{echo}\", --api-key, '${{SERVED_KEY}}', '{{port}}']}}", ONE_POOL))
+    local = spec.model_copy(update={"cluster": None, "services": {
+        n: s.model_copy(update={"node_pool": None}) for n, s in spec.services.items()}})
+    (tmp_path / "spec.json").write_text(spec_json(local))
+    proc = subprocess.run([sys.executable, "-m", "workbench.services.launch", str(tmp_path / "spec.json"), "model",
+                           "127.0.0.1", "8124"], capture_output=True, text=True, timeout=60, check=False,
+                          env={**os.environ, **secret_env(local)})
+    assert proc.returncode == 5
+    assert "args ['--api-key'," in proc.stdout and "'8124']" in proc.stdout
+    assert SECRET not in proc.stdout + proc.stderr
