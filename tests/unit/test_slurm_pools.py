@@ -125,7 +125,8 @@ def test_a_server_on_the_evaluations_pool_starts_in_the_job_before_the_shard_and
     assert "nel_0_host=127.0.0.1" in body and "nel_0_port=8011" in body
     assert "exec " not in body  # the shell outlives the shard: its EXIT trap stops the server
     assert 'kill -TERM -- "-$pid"' in body and 'kill -KILL -- "-$pid"' in body  # the whole process group
-    assert "# services.model on node pool compute: vllm serve m" in body
+    assert "# services.model on node pool compute: vllm serve m --host HOST --port 8011 --tensor-parallel-size 4" \
+        in body
 
 
 def test_the_merge_job_asks_only_for_the_evaluations_partition(tmp_path: Path) -> None:
@@ -151,6 +152,7 @@ def test_a_server_on_another_pool_makes_one_heterogeneous_job_with_a_component_p
     assert "--array" not in text and "SLURM_ARRAY_TASK_ID=0" in text  # SLURM has no heterogeneous arrays: one shard
     assert 'nel_0_host=$(scontrol show hostnames "$SLURM_JOB_NODELIST_HET_GROUP_1" | head -n 1)' in text
     assert "nel_0_bind=0.0.0.0" in text
+    assert "# services.model on node pool gpu: vllm serve m --host HOST --port PORT --tensor-parallel-size 8" in text
     assert "setsid srun --het-group=1 --nodes=1 --ntasks=1 --kill-on-bad-exit=1 /opt/venv/bin/python -m " \
            "workbench.services.launch" in text
 

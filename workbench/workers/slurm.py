@@ -208,6 +208,7 @@ def submit_script(scripts: SlurmScripts) -> str:
 
 def write_scripts(cluster: Cluster, job: SlurmJob, directory: Path) -> SlurmScripts:
     """Write ``shards.sbatch``, ``merge.sbatch`` and ``submit.sh`` into ``directory`` (made if missing)."""
+    check_layout(cluster, job.servers)  # before anything is written
     directory = directory.absolute()
     try:
         directory.mkdir(parents=True, exist_ok=True)

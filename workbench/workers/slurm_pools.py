@@ -22,6 +22,8 @@ from workbench.spec.models import Cluster, NodePool, RunSpec, ServerService, red
 STOP_GRACE_S = 10
 """Seconds a server has after SIGTERM before its process group is killed."""
 TAIL_LINES = 20
+_SHOWN_PORT = 65535
+"""Stands for the port the job picks, in the command a script's comment shows (written there as PORT)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +51,8 @@ def placed_servers(spec: RunSpec) -> tuple[PlacedServer, ...]:
         if name not in placed:
             continue
         assert isinstance(service, ServerService) and service.node_pool is not None
-        argv = redact_args(server_argv(service, service.port or 0, "HOST"))
+        port = service.port or _SHOWN_PORT
+        argv = [a.replace(str(_SHOWN_PORT), "PORT") for a in redact_args(server_argv(service, port, "HOST"))]
         out.append(PlacedServer(name, service.node_pool, service.port, service.startup_timeout, " ".join(argv)))
     return tuple(out)
 
