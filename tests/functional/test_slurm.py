@@ -12,6 +12,7 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -274,3 +275,93 @@ def test_a_failing_shard_keeps_the_merge_from_running_and_resubmitting_it_alone_
     s = open_store(store)
     assert s.runs()["status"][0] == "complete"
     assert s.sql("SELECT count(*) AS n FROM steps")["n"][0] == PROBLEMS * REPEATS
+
+
+def _served_config(store: Path, command: str, pools: str, shards: int = SHARDS, timeout: str = "60") -> str:
+    return (f"services:\n  mock: {{type: command, model: nel-mock, command: {command}, node_pool: eval,"
+            f" startup_timeout: {timeout}}}\n"
+            f"benchmarks:\n  - {{name: gsm8k, max_problems: {PROBLEMS}, repeats: {REPEATS}, max_concurrent: 8}}\n"
+            f"output: {{dir: out, store: '{store}'}}\n"
+            f"cluster: {{type: slurm, shards: {shards}, walltime: '00:05:00', node_pools: {pools}}}\n")
+
+
+def _answers(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(1.0)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_a_server_placed_on_the_pool_starts_inside_each_shard_job_serves_it_and_is_gone_when_the_job_ends(
+        slurm: Cluster, tmp_path: Path) -> None:
+    store = tmp_path / "nel.duckdb"
+    command = f"['{sys.executable}', -m, workbench.cli, model, mock, --port, '{{port}}']"
+    proc, array, merge = _submit(slurm, tmp_path, _served_config(store, command, "{eval: {partition: debug}}"))
+    assert slurm.wait_ended(merge) == ["COMPLETED"], slurm.logs()
+    assert slurm.states(array) == ["COMPLETED"] * SHARDS
+    s = open_store(store)
+    runs = s.runs()
+    assert runs.height == 1 and runs["status"][0] == "complete"
+    assert s.sql("SELECT count(*) AS n FROM steps")["n"][0] == PROBLEMS * REPEATS
+    assert s.sql("SELECT count(*) AS n FROM steps WHERE error IS NOT NULL")["n"][0] == 0
+    scripts = _scripts_dir(proc.stdout)
+    ports = []
+    for k in range(SHARDS):
+        log = (scripts / f"shard-{k}.log").read_text()
+        m = re.search(r"nel: services\.mock ready at http://127\.0\.0\.1:(\d+)/v1", log)
+        assert m, log  # the job started it and waited for it, before the shard ran
+        assert log.index(m.group(0)) < log.index("=== benchmarks.0 (gsm8k)")  # ready before the shard ran
+        assert "command server for nel-mock ready" not in log  # the shard called it, and started none itself
+        ports.append(int(m.group(1)))
+        assert (scripts / f"service-mock-{k}.log").exists()
+    assert not any(_answers(port) for port in ports), "a server outlived its job"
+    assert not [cmd for cmd in _cmdlines() if any(f"model mock --port {port}" in cmd for port in ports)]
+
+
+def _cmdlines() -> list[str]:
+    out = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                out.append((proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+            except OSError:
+                continue
+    return out
+
+
+def test_a_server_that_exits_fails_its_job_with_the_exit_code_and_its_last_lines_and_nothing_runs_on(
+        slurm: Cluster, tmp_path: Path) -> None:
+    store = tmp_path / "nel.duckdb"
+    command = f"['{sys.executable}', -c, 'import sys; print(\"no weights here\"); sys.exit(7)', '{{port}}']"
+    proc, array, merge = _submit(slurm, tmp_path, _served_config(store, command, "{eval: {partition: debug}}",
+                                                                 shards=1))
+    assert slurm.wait_ended(array) == ["FAILED"]
+    assert wait_for(lambda: slurm.job(merge).get("JobState") == "CANCELLED", 10.0, 0.2), slurm.job(merge)
+    log = (_scripts_dir(proc.stdout) / "shard-0.log").read_text()
+    assert "nel: services.mock: the server exited with code 7 before it answered GET /v1/models" in log, log
+    assert "no weights here" in log
+    assert not store.exists()  # the shard never ran
+
+
+
+def test_sbatch_takes_the_heterogeneous_job_a_server_on_another_pool_makes_with_a_component_per_pool(
+        slurm: Cluster, tmp_path: Path) -> None:
+    """Accepted and held only: one node cannot run two components (each takes a node of its own)."""
+    command = f"['{sys.executable}', -m, workbench.cli, model, mock, --host, '{{host}}', --port, '{{port}}']"
+    config = _served_config(tmp_path / "nel.duckdb", command, "{eval: {partition: debug, cpus_per_task: 1}, "
+                            "model: {partition: debug, cpus_per_task: 2}}", shards=1)
+    (tmp_path / "suite.yaml").write_text(config.replace("node_pool: eval", "node_pool: model")
+                                         .replace("node_pools:", "submit: false, node_pools:"))
+    proc = subprocess.run([NEL, "eval", "run", "suite.yaml"], cwd=tmp_path, env=slurm.env, capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "one heterogeneous job: pools eval, model" in proc.stdout
+    held = slurm.run("sbatch", "--parsable", "--hold", str(_scripts_dir(proc.stdout) / "shards.sbatch"))
+    assert held.returncode == 0, held.stderr
+    job = held.stdout.strip().split(";")[0]
+    try:
+        lines = slurm.run("scontrol", "show", "job", "-o", job).stdout.splitlines()
+        components = [dict(re.findall(r"(\w+)=(\S*)", line)) for line in lines]
+        assert [(c.get("HetJobOffset"), c.get("Partition"), c.get("MinCPUsNode")) for c in components] == [
+            ("0", "debug", "1"), ("1", "debug", "2")]
+    finally:
+        slurm.run("scancel", job)

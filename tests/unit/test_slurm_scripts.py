@@ -12,6 +12,7 @@ import pytest
 
 from workbench.errors import RunFailed, UsageError
 from workbench.spec import Cluster, load_config
+from workbench.spec.models import NodePool
 from workbench.workers.slurm import SlurmJob, merge_script, sbatch, shard_script, submit, write_scripts
 
 BASE = """\
@@ -73,7 +74,8 @@ cluster:
 def test_every_cluster_key_becomes_a_typed_setting(tmp_path: Path) -> None:
     cluster = config_with(tmp_path, FULL)
     assert cluster == Cluster(
-        type="slurm", shards=4, walltime="1-02:00:00", node_pools=("batch", "batch_short"), account="llm-eval",
+        type="slurm", shards=4, walltime="1-02:00:00", node_pools={"default": NodePool(partition="batch,batch_short")},
+        account="llm-eval",
         qos="high", cpus_per_task=8, mem="32G", gpus_per_task="a100:1", job_name="my-eval",
         setup=("module load cuda/12.4", "source /shared/venv/bin/activate"),
         sbatch_args=("--constraint=ib", "--exclusive"), merge_walltime="20", scripts_dir=Path("/shared/scripts"),
@@ -145,12 +147,14 @@ def test_the_array_script_has_one_task_per_shard_and_the_resources_asked_for(tmp
         "#SBATCH --open-mode=append",
         "#SBATCH --export=ALL",
         "#SBATCH --time=1-02:00:00",
-        "#SBATCH --partition=batch,batch_short",
+        "#SBATCH --partition=batch,batch_short",  # the older list of partitions: one pool, SLURM's pick
+        "#SBATCH --nodes=1",
+        "#SBATCH --ntasks-per-node=1",
+        "#SBATCH --cpus-per-task=8",
+        "#SBATCH --mem=32G",
         "#SBATCH --account=llm-eval",
         "#SBATCH --qos=high",
         "#SBATCH --array=0-3",
-        "#SBATCH --cpus-per-task=8",
-        "#SBATCH --mem=32G",
         "#SBATCH --gpus-per-task=a100:1",
         "#SBATCH --constraint=ib",
         "#SBATCH --exclusive",

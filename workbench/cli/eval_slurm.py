@@ -17,9 +17,10 @@ from workbench.engine import shard_from_env
 from workbench.errors import UsageError
 from workbench.spec import RunSpec as EvalConfig
 from workbench.spec.io import secret_env, spec_json
-from workbench.spec.models import Output
+from workbench.spec.models import Output, ServerService
 from workbench.workers.local import LAUNCH_ENV
 from workbench.workers.slurm import SlurmJob, SlurmScripts, submit, write_scripts
+from workbench.workers.slurm_pools import components, placed_servers
 
 
 def _overrides(args: argparse.Namespace) -> tuple[str, ...]:
@@ -41,17 +42,24 @@ def cmd_eval_slurm(args: argparse.Namespace, config: EvalConfig) -> int:
     _overrides(args)
     output_dir = config.output_dir.absolute()
     store = config.store_path.absolute()
-    # Every array task runs this spec here (no cluster), its runs going to the store every node sees.
-    local = config.model_copy(update={"cluster": None, "output": Output(dir=str(output_dir), store=str(store))})
+    # Every array task runs this spec here (no cluster), its runs going to the store every node sees; the servers
+    # placed on node pools are started by the job, which hands each shard their address (workers/slurm_pools.py).
+    services = {name: s.model_copy(update={"node_pool": None}) if isinstance(s, ServerService) else s
+                for name, s in config.services.items()}
+    local = config.model_copy(update={"cluster": None, "services": services,
+                                      "output": Output(dir=str(output_dir), store=str(store))})
     job = SlurmJob(config=Path(args.config).absolute(), store=store, output_dir=output_dir, workdir=Path.cwd(),
-                   spec=spec_json(local))
+                   spec=spec_json(local), servers=placed_servers(config))
     os.environ.update(secret_env(config))  # the jobs inherit the environment (--export=ALL): never a file
     stamp = f"{job.config.stem}-{time.strftime('%Y%m%d-%H%M%S')}"
     directory = cluster.scripts_dir or output_dir / "slurm" / stamp
     scripts = write_scripts(cluster, job, directory)
     n = cluster.shards
     print(f"nel: SLURM scripts for {len(config.benchmarks)} benchmark(s) in {n} shard(s) in {scripts.directory}/")
-    print(f"  shards   {scripts.shards}  (job array 0-{n - 1})")
+    het = len(components(cluster, job.servers)) > 1
+    print(f"  shards   {scripts.shards}  " + ("(one heterogeneous job: pools " +
+                                               ", ".join(components(cluster, job.servers)) + ")" if het else
+                                               f"(job array 0-{n - 1})"))
     print(f"  merge    {scripts.merge}  (after every shard succeeded)")
     print(f"  submit   {scripts.submit}")
     print(f"  store    {job.store}  (must be on a filesystem every node sees)")

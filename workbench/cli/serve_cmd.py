@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+from pathlib import Path
 
 from workbench.errors import UsageError
 from workbench.extras import require
@@ -18,6 +19,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.sandbox == "docker":
         require("docker", "the docker sandbox")
     from workbench.cli.misc import resolve_bench
+    from workbench.cli.serve_endpoint import in_slurm_job, remove_endpoint, write_endpoint
     from workbench.environments import get_environment
     from workbench.serve.runner import READY_PREFIX, bind, is_loopback
 
@@ -76,7 +78,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     mode = (", gym-compat" if args.gym_compat else "") + (f", {sandboxes.backend} sandboxes" if sandboxes else "")
     auth = ", token required" if token else ""
 
+    endpoint: list[tuple[Path, str]] = []  # endpoint.txt, and what it holds
+
     def ready(url: str) -> None:
+        # in a SLURM job: the address Gym's training nodes read (docs/slurm.md)
+        if in_slurm_job() and (written := write_endpoint(sock, args.host)) is not None:
+            endpoint.append(written)
         print(f"{READY_PREFIX}{env.name} ({len(env)} problems) at {url}{mode}{auth}", flush=True)
 
     with sock:
@@ -89,6 +96,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         finally:
             if pool is not None:
                 pool.close()
+            for path, written in endpoint:
+                remove_endpoint(path, written)
     return 0
 
 

@@ -18,28 +18,29 @@ HOST = "127.0.0.1"
 """Where a started server listens: this machine only (the run calls it from here)."""
 
 
-def server_argv(service: ServerService, port: int) -> list[str]:
-    """The argv that starts ``service`` on ``port``: ``extra_args`` last, so they may add any flag."""
+def server_argv(service: ServerService, port: int, host: str = HOST) -> list[str]:
+    """The argv that starts ``service`` on ``host:port``: ``extra_args`` last, so they may add any flag. ``host``
+    is 0.0.0.0 only for a server on a SLURM node pool other than the evaluation's (its job reaches it there)."""
     tp = service.tensor_parallel_size
     if service.type == "command":
         assert service.command is not None
-        return [_fill(arg, port, service.model) for arg in service.command]
+        return [_fill(arg, port, service.model, host) for arg in service.command]
     if service.type == "vllm":
-        argv = ["vllm", "serve", service.model, "--host", HOST, "--port", str(port)]
+        argv = ["vllm", "serve", service.model, "--host", host, "--port", str(port)]
         argv += ["--tensor-parallel-size", str(tp)] if tp else []
     elif service.type == "sglang":
-        argv = [sys.executable, "-m", "sglang.launch_server", "--model-path", service.model, "--host", HOST,
+        argv = [sys.executable, "-m", "sglang.launch_server", "--model-path", service.model, "--host", host,
                 "--port", str(port)]
         argv += ["--tensor-parallel-size", str(tp)] if tp else []
     else:  # trt_llm
-        argv = ["trtllm-serve", service.model, "--host", HOST, "--port", str(port)]
+        argv = ["trtllm-serve", service.model, "--host", host, "--port", str(port)]
         argv += ["--tp_size", str(tp)] if tp else []
     return argv + list(service.extra_args)
 
 
-def _fill(arg: str, port: int, model: str) -> str:
-    """``{port}`` and ``{model}`` replaced; any other text (a literal ``{}`` of a JSON argument) kept as is."""
-    return arg.replace("{port}", str(port)).replace("{model}", model)
+def _fill(arg: str, port: int, model: str, host: str = HOST) -> str:
+    """``{port}``, ``{model}`` and ``{host}`` replaced; any other text (a literal ``{}`` of a JSON argument) kept."""
+    return arg.replace("{port}", str(port)).replace("{model}", model).replace("{host}", host)
 
 
 def require_program(name: str, service: ServerService) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 import sys
 import time
 from types import TracebackType
@@ -11,6 +13,25 @@ from workbench.services.commands import HOST, require_program, server_argv
 from workbench.services.ports import check_free, free_port
 from workbench.services.server import ServerProcess
 from workbench.spec.models import Benchmark, RunSpec, ServerService
+
+STARTED_ENV = "NEL_STARTED_SERVICE_"
+"""``NEL_STARTED_SERVICE_<NAME>=HOST:PORT``: the server was started for this worker (by a SLURM job on its node
+pool, docs/slurm.md); the worker calls it there and neither starts nor stops it."""
+
+
+def started_env_name(name: str) -> str:
+    return STARTED_ENV + re.sub(r"[^A-Za-z0-9]", "_", name).upper()
+
+
+def started_elsewhere(name: str) -> tuple[str, int] | None:
+    """``(host, port)`` of a server this worker was handed, or None when it starts the server itself."""
+    value = os.environ.get(started_env_name(name))
+    if not value:
+        return None
+    host, _, port = value.rpartition(":")
+    if not host or not port.isdigit():
+        raise UsageError(f"${started_env_name(name)}: expected HOST:PORT, got {value!r}")
+    return host, int(port)
 
 
 def start_order(spec: RunSpec, names: set[str]) -> list[str]:
@@ -55,6 +76,8 @@ class ServiceFleet:
         ports: dict[int, str] = {}
         for name in self.last_use:  # every program there and every configured port free, before anything starts
             service = self._service(name)
+            if started_elsewhere(name) is not None:
+                continue
             require_program(name, service)
             if service.port is not None:
                 if service.port in ports:
@@ -87,6 +110,9 @@ class ServiceFleet:
 
     def _start(self, name: str) -> None:
         service = self._service(name)
+        if (given := started_elsewhere(name)) is not None:  # a SLURM job started it and waited for it
+            service.bind(given[1], given[0])
+            return
         where = f"services.{name}.port"
         if service.port is not None:
             check_free(HOST, service.port, where)

@@ -22,6 +22,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Discriminator,
     Field,
@@ -254,14 +255,16 @@ class ServerService(InterceptorsMixin):
     def kind(self) -> str:
         return "api"  # the benchmarks call it as they call an api service
 
+    _host: str = PrivateAttr(default="127.0.0.1")
+
     @property
     def url(self) -> str:
         """Its base URL once started (``bind``); before, with the configured port (or 0: not yet picked)."""
-        return f"http://127.0.0.1:{self._port or self.port or 0}/v1"
+        return f"http://{self._host}:{self._port or self.port or 0}/v1"
 
-    def bind(self, port: int | None) -> None:
-        """The port the started server listens on (None again once it is stopped)."""
-        self._port = port
+    def bind(self, port: int | None, host: str = "127.0.0.1") -> None:
+        """The port (and host: a SLURM job's pool node) the started server listens on; None once stopped."""
+        self._port, self._host = port, host
 
     def served(self) -> dict[str, Any]:
         """What the server serves, for the run's identity: the model and every argument, with the values of
@@ -708,6 +711,43 @@ def _walltime(value: Any, info: ValidationInfo) -> Any:
     raise problem(f"expected a time limit: minutes, HH:MM:SS or D-HH:MM:SS, got {value!r}")
 
 
+_GRES = r"^[A-Za-z0-9_.:,-]+$"
+_GRES_GPUS = re.compile(r"(?:^|,)gpu:(?:[A-Za-z0-9_.-]+:)?(\d+)(?:,|$)")
+LEGACY_POOL = "default"
+"""The one pool a list of partitions (``node_pools: [a, b]``, the older form) becomes."""
+
+
+class NodePool(Strict):
+    """``cluster.node_pools.NAME``: a group of nodes one component of the job runs on (NeMo Evaluator's keys)."""
+
+    partition: Annotated[str, _pattern(r"^[A-Za-z0-9_.+@-]+(?:,[A-Za-z0-9_.+@-]+)*$",
+                                       "a partition name, or several joined by commas")]
+    nodes: Positive = 1
+    ntasks_per_node: Positive = 1
+    gres: Annotated[str | None, _pattern(_GRES, "generic resources like gpu:4 or gpu:a100:4")] = None
+    cpus_per_task: Positive | None = None
+    mem: Annotated[str | None, _pattern(_MEM, "memory like 8G, 512M or 4096 (megabytes)")] = None
+
+    @property
+    def gpus(self) -> int:
+        """GPUs of the whole pool: ``gres: gpu:N`` (or ``gpu:TYPE:N``) on each of its ``nodes``; 0 without."""
+        m = _GRES_GPUS.search(self.gres or "")
+        return int(m.group(1)) * self.nodes if m else 0
+
+
+def _pools(value: Any) -> Any:
+    """The older list of partitions (``[batch, batch_short]``: ``--partition=batch,batch_short``) as one pool."""
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list):
+        return value
+    for i, item in enumerate(items):
+        if isinstance(item, str) and (why := _partition(item)):
+            raise problem(why, str(i) if isinstance(value, list) else None)
+    if not all(isinstance(item, str) and item for item in items):
+        raise problem(f"expected a mapping of named pools ({{NAME: {{partition: ...}}}}), got {kind_of(value)}")
+    return {LEGACY_POOL: {"partition": ",".join(items)}} if items else {}
+
+
 class Cluster(Strict):
     """``cluster: {type: slurm, ...}``: the suite runs as a SLURM job array of shards and a merge job; ``type:
     local`` (or no section) runs here, which is how each array task runs the same spec."""
@@ -715,7 +755,8 @@ class Cluster(Strict):
     type: Literal["local", "slurm"]
     shards: Annotated[int, Field(ge=1, le=MAX_CLUSTER_SHARDS)] = 1
     walltime: str | None = None
-    node_pools: Annotated[Strings, _each_line(_partition)] = ()
+    node_pools: Annotated[dict[str, NodePool], BeforeValidator(_pools)] = {}
+    """Named pools, the first one the evaluation's; a service placed on another makes a heterogeneous job."""
     account: SlurmName | None = None
     qos: SlurmName | None = None
     cpus_per_task: Positive | None = None
@@ -849,9 +890,25 @@ class RunSpec(Strict):
             cycle = _cycle(self.services, name)
             if cycle:
                 raise SpecProblem(f"services.{name}.depends_on", f"a cycle: {' -> '.join(cycle)}")
-            if service.node_pool is not None and (self.cluster is None or self.cluster.type != "slurm"):
-                raise SpecProblem(f"services.{name}.node_pool", "places the server on a SLURM node pool; this run "
-                                                                "is local (no cluster.type: slurm): drop it")
+            if service.node_pool is not None:
+                self._placed(name, service, service.node_pool)
+
+    def _placed(self, name: str, service: ServerService, pool_name: str) -> None:
+        """A server placed on a node pool: the pool exists, and its GPUs hold the server's tensor parallelism."""
+        if self.cluster is None or self.cluster.type != "slurm":
+            raise SpecProblem(f"services.{name}.node_pool", "places the server on a SLURM node pool; this run "
+                                                            "is local (no cluster.type: slurm): drop it")
+        pools = self.cluster.node_pools
+        if pool_name not in pools:
+            known = ", ".join(pools) or "none are defined"
+            raise SpecProblem(f"services.{name}.node_pool", f"no pool named {pool_name!r} in cluster.node_pools "
+                                                            f"({known})")
+        pool, tp = pools[pool_name], service.tensor_parallel_size
+        if tp is not None and (pool.gpus == 0 or pool.gpus % tp):
+            has = f"{pool.gpus} GPU(s) (gres {pool.gres} x {pool.nodes} node(s))" if pool.gpus else "no GPUs (gres)"
+            raise SpecProblem(f"services.{name}.tensor_parallel_size",
+                              f"{tp} does not fit cluster.node_pools.{pool_name}, which has {has}; make "
+                              "tensor_parallel_size divide the pool's GPUs, or change the pool's gres or nodes")
 
     def _solver_service(self, bench: Benchmark, path: str) -> str:
         service = bench.solver.service

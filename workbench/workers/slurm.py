@@ -23,6 +23,14 @@ from pathlib import Path
 
 from workbench.errors import RunFailed, UsageError
 from workbench.spec.models import Cluster
+from workbench.workers.slurm_pools import (
+    PlacedServer,
+    check_layout,
+    components,
+    hetjob_directives,
+    pool_directives,
+    server_lines,
+)
 
 SBATCH_TIMEOUT_S = 60.0
 SPEC_FILE = "spec.json"
@@ -42,6 +50,8 @@ class SlurmJob:
     """The run specification every shard runs, as JSON (``-O`` overrides applied, output paths absolute, no
     secret): written beside the scripts as ``spec.json``."""
     python: str = os.path.abspath(sys.executable)  # not resolved: a venv's python is a symlink on purpose
+    servers: tuple[PlacedServer, ...] = ()
+    """The servers placed on node pools, which the shard job starts before the shard (``slurm_pools``)."""
 
     def __post_init__(self) -> None:
         for name in ("config", "store", "output_dir", "workdir"):
@@ -83,13 +93,16 @@ def _directive_path(directory: Path, pattern: str) -> str:
     return f'"{text}/{pattern}"'
 
 
-def _common(cluster: Cluster, *, time: str | None, name: str, log: str) -> list[str]:
+def _common(cluster: Cluster, *, time: str | None, name: str, log: str, pool: list[str] | None = None) -> list[str]:
+    """The job's own lines; ``pool``: the evaluation pool's (else just its partition, as the merge job asks)."""
     lines = [f"#SBATCH --job-name={name}", f"#SBATCH --output={log}", f"#SBATCH --error={log}",
              "#SBATCH --open-mode=append", "#SBATCH --export=ALL"]
     if time:
         lines.append(f"#SBATCH --time={time}")
-    if cluster.node_pools:
-        lines.append(f"#SBATCH --partition={','.join(cluster.node_pools)}")
+    if pool is not None:
+        lines += pool
+    elif cluster.node_pools:
+        lines.append(f"#SBATCH --partition={next(iter(cluster.node_pools.values())).partition}")
     if cluster.account:
         lines.append(f"#SBATCH --account={cluster.account}")
     if cluster.qos:
@@ -109,33 +122,50 @@ def _preamble(cluster: Cluster, job: SlurmJob) -> list[str]:
 
 
 def shard_script(cluster: Cluster, job: SlurmJob, directory: Path) -> str:
-    """The array job: task K is shard K of ``cluster.shards``; it resumes whatever the store holds."""
+    """The array job: task K is shard K of ``cluster.shards``; it resumes whatever the store holds. With servers
+    placed on node pools it starts them first and stops them when it ends; on a pool other than the evaluation's,
+    it is one heterogeneous job (one shard), not an array."""
+    check_layout(cluster, job.servers)
+    pools = components(cluster, job.servers)
+    het = len(pools) > 1
     n = cluster.shards
+    first = pool_directives(cluster.node_pools[pools[0]], cluster) if pools else None
     lines = [
         "#!/bin/bash",
-        f"# nel: the shards of {job.config} as a SLURM job array, task K = shard K of {n}.",
-        "# Written by `nel eval run`; a task resubmitted alone (sbatch --array=K THIS) resumes shard K.",
+        f"# nel: the shards of {job.config} as a SLURM job array, task K = shard K of {n}." if not het else
+        f"# nel: {job.config} as one heterogeneous SLURM job: the evaluation on pool {pools[0]}, servers on "
+        f"{', '.join(pools[1:])}.",
+        "# Written by `nel eval run`; " + ("a task resubmitted alone (sbatch --array=K THIS) resumes shard K."
+                                           if not het else "submitted again, it resumes."),
         *_common(cluster, time=cluster.walltime, name=job_name(cluster, job),
-                 log=_directive_path(directory, "shard-%a.log")),
-        f"#SBATCH --array=0-{n - 1}",
+                 log=_directive_path(directory, "shard-%a.log" if not het else "shard-0.log"), pool=first),
     ]
-    if cluster.cpus_per_task:
+    if not het:
+        lines.append(f"#SBATCH --array=0-{n - 1}")
+    if cluster.cpus_per_task and first is None:
         lines.append(f"#SBATCH --cpus-per-task={cluster.cpus_per_task}")
-    if cluster.mem:
+    if cluster.mem and first is None:
         lines.append(f"#SBATCH --mem={cluster.mem}")
     if cluster.gpus_per_task:
         lines.append(f"#SBATCH --gpus-per-task={cluster.gpus_per_task}")
     lines += [f"#SBATCH {arg}" for arg in cluster.sbatch_args]
+    lines += hetjob_directives(cluster, pools, cluster.walltime)
     lines += _preamble(cluster, job)
     args = ["eval", "run", "--spec", str(directory / SPEC_FILE)]
+    lines += ['export SLURM_ARRAY_TASK_ID=0 SLURM_ARRAY_JOB_ID="$SLURM_JOB_ID"  # one shard: SLURM has no '
+              'arrays of heterogeneous jobs' if het else
+              ': "${SLURM_ARRAY_TASK_ID:?run this script as a job array (sbatch --array=...)}"']
     lines += [
-        ': "${SLURM_ARRAY_TASK_ID:?run this script as a job array (sbatch --array=...)}"',
         f"export NEL_SHARD_IDX=\"$SLURM_ARRAY_TASK_ID\" NEL_TOTAL_SHARDS={n}",
         'echo "nel: SLURM job ${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID} on $(hostname):'
         f' SLURM_ARRAY_TASK_ID=$SLURM_ARRAY_TASK_ID, shard $NEL_SHARD_IDX of {n}"',
-        f"exec {_nel(job, *args, '--no-progress', '--resume')}",
-        "",
     ]
+    run = _nel(job, *args, '--no-progress', '--resume')
+    if job.servers:  # not exec: the EXIT trap must outlive the shard to stop the servers
+        lines += server_lines(job.servers, pools, job.python, str(directory / SPEC_FILE), str(directory))
+        lines += ["", run, ""]
+    else:
+        lines += [f"exec {run}", ""]
     return "\n".join(lines)
 
 
@@ -178,6 +208,7 @@ def submit_script(scripts: SlurmScripts) -> str:
 
 def write_scripts(cluster: Cluster, job: SlurmJob, directory: Path) -> SlurmScripts:
     """Write ``shards.sbatch``, ``merge.sbatch`` and ``submit.sh`` into ``directory`` (made if missing)."""
+    check_layout(cluster, job.servers)  # before anything is written
     directory = directory.absolute()
     try:
         directory.mkdir(parents=True, exist_ok=True)
