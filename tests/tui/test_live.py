@@ -137,3 +137,35 @@ class TestLive:
             await settle(pilot)
             assert "Run not-yet is not in this store" in text_of(app, "#message")
             assert app.screen.polls >= 2  # type: ignore[attr-defined]
+
+
+class TestRunStartedFromATerminal:
+    """x and r on a run no background launch of this store started: x stops its processes by the pids the store
+    holds (SIGTERM, as Ctrl-C in its terminal), r says how to resume it; neither does nothing silently."""
+
+    async def test_x_stops_the_writing_process_and_r_says_how_to_resume(self, tmp_path: Path) -> None:
+        store = tmp_path / "nel.duckdb"
+        with live_writer(store) as writer:
+            app = NelApp(store)
+            async with app.run_test(size=(100, 30)) as pilot:
+                await settle(pilot)
+                await app.push_screen(LiveScreen("live-run"))
+                screen = app.screen
+                assert isinstance(screen, LiveScreen) and screen.launch is None
+                await pilot.press("r")
+                await settle(pilot)
+                assert "started from a terminal" in text_of(app, "#message")
+                assert "--resume" in text_of(app, "#message")
+                await pilot.press("x")
+                await wait_for(pilot, lambda: "sent SIGTERM to pid" in text_of(app, "#message"))
+                assert str(writer.process.pid) in text_of(app, "#message")
+                assert writer.process.wait(timeout=10) != 0  # the writer got the signal and is gone
+
+    async def test_x_on_a_finished_run_says_there_is_nothing_to_stop(self, demo: Path) -> None:
+        app = NelApp(demo)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await settle(pilot)
+            await app.push_screen(LiveScreen(RUN_A))
+            await settle(pilot)
+            await pilot.press("x")
+            await wait_for(pilot, lambda: "nothing to stop" in text_of(app, "#message"))

@@ -36,6 +36,14 @@ class Reply(Message, bubble=False):
         self.token = token
 
 
+class Said(Reply):
+    """A worker's one line to show (what an action did, or why it could not)."""
+
+    def __init__(self, token: int, text: str) -> None:
+        super().__init__(token)
+        self.text = text
+
+
 class Failed(Reply):
     """A worker failed; ``text`` says why in one line, ready to show."""
 

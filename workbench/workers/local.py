@@ -316,3 +316,30 @@ def _start_supervisor(state: LaunchState) -> LaunchState:
             start_new_session=True, close_fds=True,
         )
     return replace(state, supervisor_pid=process.pid)  # the supervisor writes its own pid: no lost update
+
+
+def stop_foreground(store: Path, run_id: str) -> str:
+    """Stop a run started from a terminal (no background launch to ask): SIGTERM to each of its running shards'
+    processes on this machine, as Ctrl-C would; the workers record the run as interrupted, keeping every completed
+    step. Returns what was done, or why nothing could be: one line to show."""
+    import socket
+
+    from workbench.store import open_store
+    from workbench.store.live import pid_alive
+    from workbench.store.queries.triage_live import running_shards
+
+    shards = running_shards(open_store(store, runs=[run_id]), run_id)
+    if not shards:
+        return f"{run_id} is not running: nothing to stop"
+    here = socket.gethostname()
+    sent, elsewhere = [], []
+    for shard in shards:
+        if shard.pid is None or (shard.host and shard.host != here):
+            elsewhere.append(f"shard {shard.shard_idx} on {shard.host or 'an unknown host'} (pid {shard.pid})")
+        elif pid_alive(shard.pid):
+            os.kill(shard.pid, signal.SIGTERM)
+            sent.append(str(shard.pid))
+    said = [f"sent SIGTERM to pid {', '.join(sent)}: the run stops, keeping every completed step"] if sent else []
+    if elsewhere:
+        said.append("stop it where it runs (Ctrl-C there, or kill -TERM PID): " + "; ".join(elsewhere))
+    return "; ".join(said) or f"{run_id}: its processes are gone (the run will show as interrupted)"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from workbench.store.queries.rows import fetch_many
+from workbench.store.queries.rows import fetch_dicts, fetch_many
 from workbench.store.queries.triage_runs import RunRow, run_query
 from workbench.store.queries.triage_tasks import QUESTION_SQL
 from workbench.store.reader import Store
@@ -79,3 +79,19 @@ def live_snapshot(store: Store, run_id: str, *, latest: int = 20) -> LiveSnapsho
     shards += [ShardProgress(i, "not started", 0, 0) for i in range(total_shards) if i not in known]
     return LiveSnapshot(RunRow(**runs[0]), sorted(shards, key=lambda s: s.shard_idx),
                         {r["outcome"]: int(r["n"]) for r in counts}, [FailureEvent(**r) for r in recent])
+
+
+@dataclass(frozen=True, slots=True)
+class RunningShard:
+    """A shard the store says is still running, and where its process is: what stopping a run needs."""
+
+    shard_idx: int
+    host: str | None
+    pid: int | None
+
+
+def running_shards(store: Store, run_id: str) -> list[RunningShard]:
+    """The shards of ``run_id`` whose status is ``running`` (live journals included), with their host and pid."""
+    rows = fetch_dicts(store, "SELECT shard_idx, host, pid FROM run_shards WHERE run_id = ? AND status = 'running' "
+                              "ORDER BY shard_idx", [run_id])
+    return [RunningShard(int(r["shard_idx"]), r["host"], None if r["pid"] is None else int(r["pid"])) for r in rows]

@@ -19,10 +19,11 @@ from textual.widgets import DataTable, Static
 from workbench.analysis.triage import LiveSnapshot, RateMeter, average_rates, live_snapshot
 from workbench.store.layout import resolve_store_path, segments_root
 from workbench.tui import format as fmt
-from workbench.tui.messages import LaunchChanged, LiveUpdated
+from workbench.tui.messages import LaunchChanged, LiveUpdated, Said
 from workbench.tui.screens.base import NelScreen
 from workbench.tui.widgets.table import Cell, NelTable
 from workbench.workers import LaunchState, find_launch, resume, stop
+from workbench.workers.local import stop_foreground
 
 POLL_S = 0.5
 SHARD_COLUMNS = (("shard", "shard"), ("status", "status"), ("bar", "progress"), ("done", "steps"), ("pct", "%"))
@@ -52,6 +53,8 @@ class LiveScreen(NelScreen):
         self._in_flight = False
         self._launch_error = ""
         """A refused stop or resume, kept on the message line until the next one."""
+        self._note = ""
+        """What the last stop or resume did (or why it could not): kept on the message line across refreshes."""
 
     def crumb(self) -> str:
         return f"nel › runs › {self.run_id} › live"
@@ -108,7 +111,7 @@ class LiveScreen(NelScreen):
                 self.say(f"Run {self.run_id} is not in this store (gone, or not started yet); still looking.",
                          error=True)
             return
-        self.say(self._launch_error, error=bool(self._launch_error))
+        self.say(self._launch_error or self._note, error=bool(self._launch_error))
         self.meter.add(message.at, snap.run.n_steps, snap.run.total_tokens)
         self._headline(snap)
         self._shards(snap)
@@ -151,22 +154,37 @@ class LiveScreen(NelScreen):
         line.set_class(launch.status in ("failed", "lost"), "error")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Stop and resume act on runs started in the background, and only when they apply."""
+        """Stop and resume act on a background launch when they apply; on a run started from a terminal, stop
+        signals its processes and resume says how (both keys always answer)."""
         if action == "stop":
-            return True if self.launch is not None and self.launch.active else None
+            return True if self.launch is None or self.launch.active else None
         if action == "resume":
-            return True if self.launch is not None and not self.launch.active else None
+            return True if self.launch is None or not self.launch.active else None
         return True
 
     def action_stop(self) -> None:
         run_id = self.run_id
-        self.say(f"stopping {run_id}…")
+        self._note = f"stopping {run_id}…"
+        self.say(self._note)
+        if self.launch is None:  # started from a terminal: its shards' processes, by the pids the store holds
+            self.start("launch", lambda token: Said(token, stop_foreground(self.store().path, run_id)))
+            return
         self.start("launch", lambda token: LaunchChanged(token, stop(self.store().path, run_id), "stop"))
 
     def action_resume(self) -> None:
         run_id = self.run_id
+        if self.launch is None:
+            self._note = (f"{run_id} was started from a terminal, not from here: resume it there with the same "
+                          "command and --resume (its completed steps are skipped)")
+            self.say(self._note)
+            return
         self.say(f"resuming {run_id}…")
         self.start("launch", lambda token: LaunchChanged(token, resume(self.store().path, run_id), "resume"))
+
+    def on_said(self, message: Said) -> None:
+        if self.current("launch", message.token):
+            self._note = message.text
+            self.say(message.text)
 
     def on_launch_changed(self, message: LaunchChanged) -> None:
         if not self.current("launch", message.token):
