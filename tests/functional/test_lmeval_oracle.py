@@ -121,8 +121,11 @@ def test_nel_scores_exactly_what_lm_eval_scores_from_the_same_prompts(mock, offl
     assert sum(s["reward"] for s in steps) / N_DOCS == pytest.approx(score, abs=1e-12)
     assert {s["doc_id"]: s["reward"] for s in steps} == {i: float(s["exact_match"]) for i, s in samples.items()}
     for step in steps:  # the same request: lm-eval's chat history, as its JSON prompt holds it
-        context = samples[step["doc_id"]]["arguments"][0][0]  # lm-eval's JsonChatStr
-        assert step["messages"] == json.loads(context.prompt), step["doc_id"]
+        # lm-eval's JsonChatStr; with some of its dependencies' versions the in-memory sample holds it as the plain
+        # one-tuple a NamedTuple becomes once copied through a serialiser
+        context = samples[step["doc_id"]]["arguments"][0][0]
+        prompt = context.prompt if hasattr(context, "prompt") else context[0]
+        assert step["messages"] == json.loads(prompt), step["doc_id"]
     shots = sum(m["role"] == "assistant" for m in steps[0]["messages"])
     assert shots == (num_fewshot or 0), "few-shot examples are chat turns (fewshot_as_multiturn), as lm-eval's"
 

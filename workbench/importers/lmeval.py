@@ -234,8 +234,10 @@ def _messages(arguments: Any) -> list[dict[str, Any]]:
     if isinstance(arguments, dict):
         gen = arguments.get("gen_args_0")
         first = gen.get("arg_0") if isinstance(gen, dict) else None
-    elif isinstance(arguments, list) and arguments and isinstance(arguments[0], list) and arguments[0]:
+    elif isinstance(arguments, list | tuple) and arguments and isinstance(arguments[0], list | tuple) and arguments[0]:
         first = arguments[0][0]
+        if isinstance(first, tuple) and len(first) == 1:  # a JsonChatStr, or the one-tuple a copy made of it
+            first = first[0]
     if isinstance(first, str):
         try:
             chat = orjson.loads(first)

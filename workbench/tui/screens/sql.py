@@ -68,8 +68,8 @@ class SqlScreen(NelScreen):
         with Horizontal(id="sql-top"):
             yield OptionList(*(Option(name, id=name) for name in self.queries), id="named")
             yield TextArea(self.nel.last_sql, id="query", language=None, show_line_numbers=False)
-        yield Static("ctrl+r runs the statement under the cursor (or the selection); Enter on a named query runs "
-                     "it; ctrl+o opens the store in harlequin", id="status", markup=False)
+        yield Static("ctrl+r: the statement at the cursor · Enter: a named query · ctrl+o: harlequin", id="status",
+                     markup=False)
         yield NelTable(id="result")
 
     # ---- running ----------------------------------------------------------------------------------------------
