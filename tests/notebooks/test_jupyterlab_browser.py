@@ -38,7 +38,8 @@ pytestmark = [
     pytest.mark.skipif(CHROMIUM is None or CHROMEDRIVER is None,
                        reason="needs Debian's chromium and chromium-driver (`make system` installs them)"),
 ]
-webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is in the [test] extra")
+pytest.importorskip("selenium.webdriver", reason="selenium is in the [test] extra")
+from selenium import webdriver  # noqa: E402
 from selenium.common.exceptions import TimeoutException  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
