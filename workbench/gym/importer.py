@@ -153,8 +153,9 @@ def _dumps(value: Any) -> str | None:
     return None if value is None else orjson.dumps(value).decode()
 
 
-def _text(content: Any) -> str:
-    """Text of a Responses content field: a string, or parts with ``text``."""
+def content_text(content: Any) -> str:
+    """Text of a message's content, as the Responses and chat formats and inspect_ai write it: a string, or the
+    ``text`` of its parts."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -196,14 +197,15 @@ def _chat_messages(items: list[Any]) -> list[dict[str, Any]]:
             continue
         kind = item.get("type", "message")
         if kind == "message":
-            out.append({"role": item.get("role", "user"), "content": _text(item.get("content"))})
+            out.append({"role": item.get("role", "user"), "content": content_text(item.get("content"))})
         elif kind == "function_call":
             if out and out[-1]["role"] == "assistant" and "tool_calls" in out[-1]:
                 out[-1]["tool_calls"].append(_tool_call(item))
             else:
                 out.append({"role": "assistant", "content": None, "tool_calls": [_tool_call(item)]})
         elif kind == "function_call_output":
-            out.append({"role": "tool", "tool_call_id": item.get("call_id"), "content": _text(item.get("output"))})
+            out.append({"role": "tool", "tool_call_id": item.get("call_id"),
+                        "content": content_text(item.get("output"))})
         elif kind == "reasoning":
             continue  # kept in steps.reasoning
         else:
@@ -212,7 +214,7 @@ def _chat_messages(items: list[Any]) -> list[dict[str, Any]]:
 
 
 def _reasoning(item: Mapping[str, Any]) -> str:
-    return _text(item.get("summary")) or _text(item.get("content"))
+    return content_text(item.get("summary")) or content_text(item.get("content"))
 
 
 @dataclass(slots=True)
@@ -238,7 +240,7 @@ def _reply(params: Mapping[str, Any], response: Mapping[str, Any]) -> _Reply:
     last_tool = max((n for n, i in enumerate(output) if i.get("type") == "function_call_output"), default=-1)
     messages += _chat_messages(output[: last_tool + 1])
     final = output[last_tool + 1:]
-    text = "\n".join(_text(i.get("content")) for i in final if i.get("type", "message") == "message")
+    text = "\n".join(content_text(i.get("content")) for i in final if i.get("type", "message") == "message")
     # Reasoning of every turn, in order: chat messages have no place for it, and dropping it loses evidence.
     reasoning = "\n\n".join(r for r in (_reasoning(i) for i in output if i.get("type") == "reasoning") if r)
     calls = [_tool_call(i) for i in final if i.get("type") == "function_call"]

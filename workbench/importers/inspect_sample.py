@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from workbench.gym.importer import scrub
+from workbench.gym.importer import content_text, scrub
 from workbench.model.failures import classify_answer
 
 LIMIT_CATEGORIES = {
@@ -75,15 +75,6 @@ def resolve(value: Any, attachments: Mapping[str, Any]) -> Any:
     return value
 
 
-def text_of(content: Any) -> str:
-    """The text of a message's content: a string, or the ``text`` parts of a list."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
-    return ""
-
-
 def _reasoning(content: Any) -> str | None:
     if not isinstance(content, list):
         return None
@@ -99,7 +90,7 @@ def input_text(sample: Mapping[str, Any]) -> str | None:
     if isinstance(value, list):
         for message in value:
             if isinstance(message, dict) and message.get("role") == "user":
-                text = text_of(message.get("content"))
+                text = content_text(message.get("content"))
                 return text if text.strip() else None
     return None
 
@@ -120,7 +111,7 @@ def _tool_call(call: Mapping[str, Any]) -> dict[str, Any]:
 def chat_message(message: Mapping[str, Any]) -> dict[str, Any]:
     """An inspect ``ChatMessage`` as an OpenAI chat message (what ``steps.messages`` holds)."""
     role = message.get("role", "user")
-    out: dict[str, Any] = {"role": role, "content": text_of(message.get("content"))}
+    out: dict[str, Any] = {"role": role, "content": content_text(message.get("content"))}
     calls = message.get("tool_calls")
     if role == "assistant" and isinstance(calls, list) and calls:
         out["tool_calls"] = [_tool_call(c) for c in calls if isinstance(c, dict)]
@@ -154,10 +145,10 @@ def turns(messages: list[dict[str, Any]], events: Any) -> list[dict[str, Any]] |
             seconds = event.get("working_time")
             function = _obj(call.get("function"))
             calls.append({"id": call.get("id"), "name": function.get("name"), "arguments": function.get("arguments"),
-                          "output": text_of(result.get("content")) if result else _text(event.get("result")),
+                          "output": content_text(result.get("content")) if result else _text(event.get("result")),
                           "truncated": bool(event.get("truncated")), "exit_code": None, "error": error,
                           "latency_ms": seconds * 1000.0 if isinstance(seconds, int | float) else None})
-        out.append({"turn": len(out), "model": {}, "text": text_of(message.get("content")), "tool_calls": calls})
+        out.append({"turn": len(out), "model": {}, "text": content_text(message.get("content")), "tool_calls": calls})
     return out if any(t["tool_calls"] for t in out) else None
 
 
@@ -205,7 +196,7 @@ def step_row(sample: Mapping[str, Any], *, run_id: str, task: Mapping[str, Any],
     output = _obj(sample.get("output"))
     choice = _obj((output.get("choices") or [{}])[0])
     if last is None:
-        response: str | None = text_of(resolve(output.get("completion"), attachments)) or None
+        response: str | None = content_text(resolve(output.get("completion"), attachments)) or None
         sent, calls, reasoning = history, None, None
     else:
         raw_last = resolve((sample.get("messages") or [])[last], attachments)
