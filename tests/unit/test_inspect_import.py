@@ -172,3 +172,30 @@ def test_samples_pair_with_nels_gsm8k_by_the_question_inside_their_template_once
     reasons = dict(result.unpaired_reasons)
     assert reasons == {"its question is also that of sample 1 (nel's task is that sample's)": 1,
                        "the prompt is none of gsm8k's problems": 1}
+
+
+def test_tasks_are_numbered_in_inspects_sample_order_whatever_order_the_archive_holds(tmp_path):
+    """inspect writes samples as they finish; its reader sorts them (epoch, id). Numbering by first appearance
+    gave the two readers different task_idx for the same sample (CI caught it on a real log)."""
+    finished = [(10, 1), (2, 2), (2, 1), (10, 2), (3, 1), (3, 2)]
+    log = write_eval(tmp_path / "a.eval", [_sample(sid, ep, {"m": {"value": "C"}}) for sid, ep in finished])
+    import_inspect(tmp_path / "s.duckdb", log, use_reader=False)
+    steps = _steps(tmp_path / "s.duckdb")
+    by_idx = {idx: steps[(idx, 0)]["expected_answer"] for idx in range(3)}
+    assert by_idx == {0: "2", 1: "3", 2: "10"}
+    assert {r["expected_answer"] for (idx, rep), r in steps.items() if idx == 2} == {"10"}
+
+
+def test_a_question_two_samples_share_goes_to_the_first_in_id_order_not_the_first_read(tmp_path):
+    from workbench.environments import get_environment
+    from workbench.environments.dataset import DatasetEnvironment
+
+    env = get_environment("gsm8k")
+    assert isinstance(env, DatasetEnvironment)
+    question = env.rows[5]["question"]
+    log = write_eval(tmp_path / "a.eval", [{**_sample(sid, 1, {"m": {"value": "C"}}), "input": question}
+                                           for sid in ("b", "a")])
+    [result] = import_inspect(tmp_path / "s.duckdb", log, benchmark="gsm8k", use_reader=False)
+    rows = open_store(tmp_path / "s.duckdb").dicts("SELECT task_idx, task_id FROM steps ORDER BY task_idx")
+    assert rows[0]["task_id"] == env.seed(5).task_id and rows[1]["task_id"].startswith("inspect-")
+    assert dict(result.unpaired_reasons) == {"its question is also that of sample 'a' (nel's task is that sample's)": 1}

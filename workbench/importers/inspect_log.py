@@ -1,11 +1,12 @@
 """Import inspect_ai logs (``.eval``, ``.json``) into the store: one run per log, one step per sample × epoch.
 
 A log is read twice, one sample at a time (bounded memory): the first pass hashes the file (the run id and
-identity, so a re-import writes nothing), gives each sample its ``task_idx`` (in order of first appearance) and
-task id, and counts its epochs; the second writes the steps (``workbench.importers.inspect_sample``), in shards
-of ``_SHARD_TASKS`` tasks, each ingested once its last step is written, and every ``_INGEST_EVERY`` steps (inspect
-writes epoch by epoch, so no shard finishes before the last epoch: without it the last epoch would ingest the
-whole log at once). A sample entry that cannot be read is skipped and named; the rest imports.
+identity, so a re-import writes nothing), gives each sample its ``task_idx`` (in inspect's own sample order, by
+id, whichever reader met the samples in whatever order) and task id, and counts its epochs; the second writes
+the steps (``workbench.importers.inspect_sample``), in shards of ``_SHARD_TASKS`` tasks, each ingested once its
+last step is written, and every ``_INGEST_EVERY`` steps (inspect writes epoch by epoch, so no shard finishes
+before the last epoch: without it the last epoch would ingest the whole log at once).
+A sample entry that cannot be read is skipped and named; the rest imports.
 
 Task ids are nel's own where the sample's input holds a question of a benchmark nel knows (``QuestionIndex``:
 found inside inspect's template, normalised), else ``inspect-`` and a hash of the input and target: see
@@ -76,6 +77,8 @@ class _Scan:
     keys: dict[Any, int] = field(default_factory=dict)  # sample key -> task_idx
     paired: dict[str, Any] = field(default_factory=dict)  # nel task id -> the sample key that has it
     tasks: list[str] = field(default_factory=list)  # task_idx -> task id
+    reasons: list[str | None] = field(default_factory=list)  # task_idx -> why unpaired (until settled)
+    fallback: list[str | None] = field(default_factory=list)  # task_idx -> its unpaired id, for a paired task
     epochs: dict[int, int] = field(default_factory=dict)  # task_idx -> its epochs, as bits (1 << epoch)
     n_repeats: int = 1
     n_duplicates: int = 0
@@ -137,14 +140,9 @@ def _scan(log: LogFile, benchmark: str) -> _Scan:
         if idx is None:
             idx = scan.keys[key] = len(scan.keys)
             task_id, reason = _pairing(sample, key, index, benchmark)
-            if reason is None and scan.paired.setdefault(task_id, key) != key:
-                # a run holds each nel task once: a second sample with the same question keeps an id of its own
-                other = scan.paired[task_id][1]
-                reason = f"its question is also that of sample {other!r} (nel's task is that sample's)"
-                task_id = _unpaired_id(sample, input_text(sample), key)
             scan.tasks.append(task_id)
-            if reason is not None:
-                scan.unpaired[reason] = scan.unpaired.get(reason, 0) + 1
+            scan.reasons.append(reason)
+            scan.fallback.append(None if reason is not None else _unpaired_id(sample, input_text(sample), key))
         epoch = _epoch(sample)
         if scan.has(idx, epoch):
             scan.n_duplicates += 1
@@ -153,7 +151,38 @@ def _scan(log: LogFile, benchmark: str) -> _Scan:
         scan.n_repeats = max(scan.n_repeats, epoch)
         if scan.scorer is None and isinstance(sample.get("scores"), dict) and sample["scores"]:
             scan.scorer = str(next(iter(sample["scores"])))
+    _settle(scan)
     return scan
+
+
+def _sort_key(key: Any) -> tuple[int, str]:
+    """inspect's own sample order (``sort_samples``: ids as strings, numbers zero-filled), then inputs."""
+    kind, value = key
+    text = value if isinstance(value, str) else str(value).zfill(20)
+    return {"id": 0, "input": 1}.get(kind, 2), text
+
+
+def _settle(scan: _Scan) -> None:
+    """Number the tasks in inspect's sample order, not in the order a reader met them (inspect's reader and the
+    archive's order differ: samples are written as they finish), so both readers store the same rows; and give
+    a question two samples share to the first of them in that order."""
+    order = sorted(scan.keys, key=_sort_key)
+    old_idx = [scan.keys[key] for key in order]
+    new_idx = {old: new for new, old in enumerate(old_idx)}
+    tasks, reasons, fallback = scan.tasks, scan.reasons, scan.fallback
+    scan.keys = {key: n for n, key in enumerate(order)}
+    scan.epochs = {new_idx[old]: bits for old, bits in scan.epochs.items()}
+    scan.tasks, scan.paired, scan.unpaired, scan.reasons, scan.fallback = [], {}, {}, [], []
+    for key, old in zip(order, old_idx, strict=True):
+        task_id, reason = tasks[old], reasons[old]
+        if reason is None and scan.paired.setdefault(task_id, key) != key:
+            # a run holds each nel task once: a second sample with the same question keeps an id of its own
+            other = scan.paired[task_id][1]
+            reason = f"its question is also that of sample {other!r} (nel's task is that sample's)"
+            task_id = fallback[old] or task_id
+        scan.tasks.append(task_id)
+        if reason is not None:
+            scan.unpaired[reason] = scan.unpaired.get(reason, 0) + 1
 
 
 def _epoch(sample: Mapping[str, Any]) -> int:
