@@ -294,6 +294,26 @@ class TestHeadless:
             run_comparison(Store(path), RUN_A, "syn-0")
 
 
+    async def test_findings_from_compare_reuse_the_runs_it_read_and_say_the_same(self, demo: Path) -> None:
+        from workbench.analysis.triage.compare import diagnose_runs, findings_by_run
+
+        store = Store(demo)
+        runs = run_comparison(store, RUN_A, RUN_B).reusable_runs
+        assert runs is not None and [r.run_id for r in runs] == [RUN_A, RUN_B]
+        reused, cold = diagnose_runs(store, RUN_A, RUN_B, runs=runs), diagnose_runs(store, RUN_A, RUN_B)
+        assert findings_by_run(reused) == findings_by_run(cold) and reused.shift == cold.shift
+        swapped = diagnose_runs(store, RUN_B, RUN_A, runs=runs)  # runs of another pair: read again, not misused
+        assert swapped.baseline.profile.run_id == RUN_B
+
+    async def test_a_run_still_being_written_is_read_again_for_its_findings(self, demo: Path) -> None:
+        import dataclasses
+
+        result = run_comparison(Store(demo), RUN_A, RUN_B)
+        assert result.runs is not None
+        live = (result.runs[0], dataclasses.replace(result.runs[1], status="running"))
+        assert dataclasses.replace(result, runs=live).reusable_runs is None
+
+
 class TestFindings:
     """f on the comparison: the diagnosis' heuristic findings, each with its rule and the tasks it cites."""
 

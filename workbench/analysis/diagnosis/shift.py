@@ -153,7 +153,9 @@ def _task_shifts(paired: pl.DataFrame, columns: Sequence[str]) -> tuple[TaskShif
     col = {n: paired[n].cast(pl.Int64).to_list() for n in ints}
     col |= {n: paired[n].cast(pl.Float64).to_list() for n in floats}
     col |= {n: paired[n].cast(pl.Utf8).to_list() for n in ("task_id", "bucket_a", "bucket_b")}
-    slices = paired.select(*columns).to_dicts() if columns else [{} for _ in range(paired.height)]
+    shared: dict[tuple[object, ...], dict[str, str]] = {}  # one dict per distinct slice (tens), not per task
+    slices = ([shared.get(r) or shared.setdefault(r, dict(zip(columns, r, strict=True)))
+               for r in paired.select(*columns).iter_rows()] if columns else [{}] * paired.height)
     return tuple(map(  # TaskShift's fields, in order
         TaskShift, col["task_id"], col["task_idx_a"], col["task_idx_b"], slices, col["n_pass_a"], col["n_a"],
         col["n_pass_b"], col["n_b"], col["p_a"], col["p_b"], col["contribution"], col["bucket_a"], col["bucket_b"],

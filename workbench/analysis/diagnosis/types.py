@@ -130,9 +130,11 @@ class RunProfile:
         return len(self.buckets.get(bucket, ()))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class TaskShift:
-    """One task in two runs and its contribution to Δpass@1."""
+    """One task in two runs and its contribution to Δpass@1. Not frozen, unlike its neighbours: a diagnosis
+    builds one per paired task (50,000 of them in 0.06 s instead of 0.15 s); treat it as read-only. ``slices``
+    dicts are shared by the tasks of one slice value."""
 
     task_id: str
     task_idx_a: int

@@ -10,6 +10,7 @@ task that moved, an attempt on each side with opposite outcomes, the sharpest co
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import polars as pl
@@ -38,6 +39,16 @@ class TriageComparison:
 
     comparison: Comparison
     attribution: Attribution
+    runs: tuple[RunData, RunData] | None = None
+    """Both runs as read (baseline, candidate): the findings screen opened from this comparison diagnoses them
+    without reading the store again, when neither is still being written."""
+
+    @property
+    def reusable_runs(self) -> tuple[RunData, RunData] | None:
+        """``runs`` when both are finished (a finished run's steps do not change), else None: read them again."""
+        if self.runs is None or any(r.status in (None, "running") for r in self.runs):
+            return None
+        return self.runs
 
     @property
     def n_moved(self) -> int:
@@ -74,12 +85,14 @@ def run_comparison(store: Store, baseline: str, candidate: str, *, max_drop: flo
     # test per k (a fifth of the time at 50,000 tasks).
     comparison = compare_runs(base, cand, max_drop=max_drop, seed=seed, other_metrics=others, pass_at_k=False)
     return TriageComparison(comparison=comparison, attribution=attribute(attribution_frame(base, cand),
-                                                                         keep=MOVED_SHOWN))
+                                                                         keep=MOVED_SHOWN), runs=(base, cand))
 
 
-def diagnose_runs(store: Store, baseline: str, candidate: str, *, top: int = 5) -> Diagnosis:
+def diagnose_runs(store: Store, baseline: str, candidate: str, *, top: int = 5,
+                  runs: tuple[RunData, RunData] | None = None) -> Diagnosis:
     """The BLADE-style diagnosis of two runs of the store: what ``nel diagnose BASELINE CANDIDATE`` reports
-    (its findings are heuristic readings of the evidence, each citing task ids and counts).
+    (its findings are heuristic readings of the evidence, each citing task ids and counts). ``runs``: both
+    already read on the baseline's primary metric (``TriageComparison.reusable_runs``), else they are read here.
 
     Raises:
         UsageError: as ``run_comparison``.
@@ -87,9 +100,17 @@ def diagnose_runs(store: Store, baseline: str, candidate: str, *, top: int = 5) 
     from workbench.analysis.diagnosis.api import diagnose
     from workbench.analysis.diagnosis.evidence import StoreEvidence
 
-    base, cand = _load_pair(store, baseline, candidate, "diagnose", parallel=True)
-    return diagnose(base, cand, top=top, evidence_baseline=StoreEvidence(store, baseline, metric=base.metric),
-                    evidence_candidate=StoreEvidence(store, candidate, metric=base.metric))
+    if runs is not None and (runs[0].run_id, runs[1].run_id) == (baseline, candidate) \
+            and runs[0].metric == runs[1].metric:
+        base, cand = runs
+    else:
+        base, cand = _load_pair(store, baseline, candidate, "diagnose", parallel=True)
+    # Finished runs: the evidence's few queries on one connection (one set-up). A live run's journals may roll
+    # into a segment between them: each query then takes its own snapshot, retried if a file vanished.
+    finished = all(r.status not in (None, "running") for r in (base, cand))
+    with store.pinned() if finished else nullcontext():
+        return diagnose(base, cand, top=top, evidence_baseline=StoreEvidence(store, baseline, metric=base.metric),
+                        evidence_candidate=StoreEvidence(store, candidate, metric=base.metric))
 
 
 @dataclass(frozen=True, slots=True)

@@ -362,7 +362,8 @@ class CompareScreen(NelScreen):
     def action_findings(self) -> None:
         from workbench.tui.screens.findings import FindingsScreen
 
-        self.app.push_screen(FindingsScreen(self.baseline, self.candidate))
+        runs = None if self.result is None else self.result.reusable_runs
+        self.app.push_screen(FindingsScreen(self.baseline, self.candidate, runs=runs))
 
     def action_regressions(self) -> None:
         self._jump("regression", "regression")

@@ -15,6 +15,7 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Static
 
 from workbench.analysis.diagnosis.types import TAXONOMY_LABELS
+from workbench.analysis.sources import RunData
 from workbench.analysis.triage import task_questions
 from workbench.analysis.triage.compare import RunFinding, diagnose_runs, findings_by_run
 from workbench.tui import format as fmt
@@ -51,9 +52,11 @@ class FindingsScreen(NelScreen):
     FindingsScreen #cited { height: 1fr; }
     """
 
-    def __init__(self, baseline: str, candidate: str) -> None:
+    def __init__(self, baseline: str, candidate: str, *, runs: tuple[RunData, RunData] | None = None) -> None:
+        """``runs``: both runs as the compare screen read them (finished runs), so the diagnosis starts at once."""
         super().__init__()
         self.baseline, self.candidate = baseline, candidate
+        self._runs = runs
         self.findings: list[RunFinding] = []
 
     def crumb(self) -> str:
@@ -73,7 +76,8 @@ class FindingsScreen(NelScreen):
         baseline, candidate = self.baseline, self.candidate
 
         def job(token: int) -> DiagnosisLoaded:
-            diagnosis = diagnose_runs(self.store(), baseline, candidate)
+            diagnosis = diagnose_runs(self.store(), baseline, candidate, runs=self._runs)
+            self._runs = None  # not held once diagnosed
             return DiagnosisLoaded(token, diagnosis, findings_by_run(diagnosis))
 
         self.start("diagnose", job)
