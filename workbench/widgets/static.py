@@ -61,8 +61,11 @@ def to_svg(chart: alt.TopLevelMixin) -> str:
 
 def offline() -> None:
     """Make every ``JupyterChart`` built from now on carry vega-embed itself (vl-convert's bundle, about
-    1 MB) instead of importing it from a CDN: charts draw in a JupyterLab with no internet. Idempotent."""
-    alt.JupyterChart.enable_offline(offline=True)
+    1 MB) instead of importing it from a CDN: charts draw in a JupyterLab with no internet. Idempotent; the
+    bundle is made once per machine (``embed_cache``)."""
+    from workbench.widgets.embed_cache import enable_offline_charts
+
+    enable_offline_charts()
 
 
 def live_chart(chart: alt.TopLevelSpec) -> alt.JupyterChart:
