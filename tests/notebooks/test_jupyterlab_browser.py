@@ -113,21 +113,26 @@ def lab(store: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple
         log.close()
 
 
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[webdriver.Chrome]:
+def offline_chromium(profile: Path) -> webdriver.Chrome:
     """Headless Chromium that can reach loopback only: every host name resolves to nothing, and anything not
-    for 127.0.0.1/localhost goes to a proxy port where nothing listens."""
+    for 127.0.0.1/localhost goes to a proxy port where nothing listens. ``profile``: its user data directory."""
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
                 "--window-size=1400,1600", "--disable-background-networking", "--disable-component-update",
                 "--disable-sync", "--disable-default-apps", "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
                 f"--proxy-server=http://127.0.0.1:{free_port()}", "--proxy-bypass-list=127.0.0.1;localhost",
-                f"--user-data-dir={tmp_path_factory.mktemp('chromium')}"):
+                f"--user-data-dir={profile}"):
         options.add_argument(arg)
     options.set_capability("goog:loggingPrefs", {"performance": "ALL", "browser": "ALL"})
     driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=str(CHROMEDRIVER)))
     driver.set_script_timeout(240)
+    return driver
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[webdriver.Chrome]:
+    driver = offline_chromium(tmp_path_factory.mktemp("chromium"))
     try:
         yield driver
     finally:
