@@ -81,6 +81,11 @@ def waterfall_frame(shift: ScoreShift, top: int = WATERFALL_TOP) -> pl.DataFrame
     return pl.DataFrame(rows, schema=schema).with_row_index("order")
 
 
+def _title(text: str, subtitle: str) -> alt.TitleParams:
+    """A title over a second line: two charts side by side keep their titles within their own width."""
+    return alt.TitleParams(text=text, subtitle=subtitle, anchor="start")
+
+
 def waterfall_chart(shift: ScoreShift, top: int = WATERFALL_TOP) -> alt.LayerChart:
     """What moved Δpass@1, by outcome transition: one bar per group (coloured by the sign of its sum,
     labelled with its count), drops first, the total last. Click a group's bar to list its tasks
@@ -100,8 +105,8 @@ def waterfall_chart(shift: ScoreShift, top: int = WATERFALL_TOP) -> alt.LayerCha
     ).add_params(pick)
     zero = alt.Chart(pl.DataFrame({"y": [0.0]})).mark_rule(color="#444").encode(y="y:Q")
     n_groups = frame.height - 1
-    title = (f"What moved pass@1 by {points(shift.delta)}: {shift.attribution.n_moved} tasks in {n_groups} "
-             "transition groups")
+    title = _title(f"What moved pass@1 by {points(shift.delta)}",
+                   f"{shift.attribution.n_moved} tasks in {n_groups} transition groups")
     return alt.LayerChart(layer=[bars, zero], width=WIDTH, height=HEIGHT, title=title)
 
 
@@ -183,7 +188,7 @@ def scatter_chart(shift: ScoreShift, data: ScatterData | None = None) -> alt.Lay
     diagonal = alt.Chart(pl.DataFrame({"a": [0.0, 1.0], "b": [0.0, 1.0]})).mark_line(
         strokeDash=[4, 4], color="#444").encode(x="a:Q", y="b:Q")
     how = f"binned to {SCATTER_BIN:g}" if data.binned else "one point per outcome"
-    title = f"Pass rate per task, A vs B: {shift.n_paired} tasks in {points.height} points ({how})"
+    title = _title("Pass rate per task, A vs B", f"{shift.n_paired} tasks in {points.height} points ({how})")
     return alt.LayerChart(layer=[diagonal, err_a, err_b, dots], width=WIDTH, height=HEIGHT, title=title)
 
 
