@@ -109,6 +109,25 @@ class TestCachedReRun:
         assert served(mock) == before + 2 + 2 * 5 * REPEATS
 
 
+def test_a_cached_re_run_needs_no_model_and_without_the_cache_the_run_stops_at_once(tmp_path: Path) -> None:
+    """The model is gone (its server stopped): the cache answers every request, the run says why it went on; with
+    --no-cache the same run stops before its first step, naming the URL."""
+    from workbench.mock import mock_model
+
+    with mock_model() as gone:
+        config = write_config(tmp_path / "c.yaml", gone.base_url, "out", CACHE, problems=5)
+        assert_ok(nel("eval", "run", str(config), "--no-progress", cwd=tmp_path))
+    summary_of(tmp_path / "out")
+    proc = nel("eval", "run", str(config), "--no-progress", cwd=tmp_path)
+    assert_ok(proc)
+    assert "nel: warning: cannot reach the model at" in proc.stderr and "answering from the cache" in proc.stderr
+    assert f"holds {5 * REPEATS} answers" in proc.stderr
+    assert summary_of(tmp_path / "out")["cache"] == {"hits": 5 * REPEATS, "misses": 0, "enabled": True,
+                                                     "path": str(tmp_path / "out" / "nel-cache.duckdb")}
+    proc = nel("eval", "run", str(config), "--no-progress", "--no-cache", cwd=tmp_path)
+    assert proc.returncode == 1 and "cannot reach the model at" in proc.stderr and "warning" not in proc.stderr
+
+
 def test_two_runs_at_once_share_one_cache(mock: MockHandle, tmp_path: Path) -> None:
     """Both read the file, both write their batches (one waits for the other's lock), and a third run finds
     every answer either learnt."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -91,7 +92,25 @@ class SimpleSolver:
             except httpx.TransportError as exc:
                 last = exc
         reason = (str(last) or type(last).__name__).splitlines()[0] if last else "unknown error"
+        stored = cached_answers(self.model)
+        if stored:  # a re-run answered from the cache needs no model: say so, and let a miss fail on its own
+            print(f"nel: warning: cannot reach the model at {redact_url(self.model.endpoint)} ({reason}); answering "
+                  f"from the cache, which holds {stored:,} answers for it (a request it has no answer for fails as "
+                  "a transport error)", file=sys.stderr, flush=True)
+            return
         raise RunFailed(
             f"cannot reach the model at {redact_url(self.model.endpoint)}: {reason} (4 attempts); "
             "check the model URL and that the server is running"
         )
+
+
+def cached_answers(model: ModelConfig) -> int:
+    """Answers the model's ``cache`` interceptor holds for it (0 without one, or with ``--no-cache``)."""
+    if not model.interceptors:
+        return 0
+    from workbench.model.interceptors.cache import CacheInterceptor
+
+    cache = model.interceptors.find(CacheInterceptor)
+    if cache is None:
+        return 0
+    return int(cache.stored_answers(model.model_id, redact_url(model.endpoint), model.protocol))

@@ -67,6 +67,20 @@ class CacheInterceptor:
         self._file: CacheFile | None = None
         self._scopes: dict[tuple[str, str, str], str] = {}
 
+    def stored_answers(self, model_id: str, endpoint: str, protocol: str) -> int:
+        """Answers the cache holds for this model, endpoint (credentials removed) and protocol: a run whose model
+        cannot be reached can still be answered from them (0 when the cache is off)."""
+        if not self.enabled:
+            return 0
+        file = self._file
+        if file is None:
+            file = self._file = cache_file(self.path)
+        triple = (model_id, endpoint, protocol)
+        scope = self._scopes.get(triple)
+        if scope is None:
+            scope = self._scopes[triple] = scope_of(*triple)
+        return file.load(scope)
+
     def counts(self) -> CacheCounts:
         return CacheCounts(self.hits, self.misses, str(self.path), self.enabled)
 

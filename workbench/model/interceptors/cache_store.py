@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable
 from pathlib import Path
 
 import duckdb
@@ -61,28 +60,31 @@ class CacheFile:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._entries: dict[str, str] = {}
-        self._scopes: set[str] = set()
+        self._scopes: dict[str, int] = {}  # scope read -> its entries in the file then
         self._pending: list[tuple[str, str, str, float]] = []
         self._lock = threading.Lock()
 
-    def load(self, scope: str) -> None:
-        """Read every entry of ``scope`` (once per process): later lookups are dictionary reads."""
+    def load(self, scope: str) -> int:
+        """Read every entry of ``scope`` (once per process): later lookups are dictionary reads. How many the
+        file held."""
         with self._lock:
             if scope in self._scopes:
-                return
-            self._scopes.add(scope)
+                return self._scopes[scope]
+            self._scopes[scope] = 0
             if not self.path.exists():
-                return
+                return 0
             con = _connect(self.path, read_only=True)
             try:
                 if not con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'cache_entries'"
                                    ).fetchone() == (1,):
                     raise UsageError(f"{self.path}: a DuckDB file but not a nel cache (no cache_entries table)")
-                rows: Iterable[tuple[str, str]] = con.execute(
+                rows: list[tuple[str, str]] = con.execute(
                     "SELECT key, response FROM cache_entries WHERE scope = ?", [scope]).fetchall()
             finally:
                 con.close()
             self._entries.update(rows)
+            self._scopes[scope] = len(rows)
+            return len(rows)
 
     def get(self, key: str) -> str | None:
         return self._entries.get(key)
