@@ -75,3 +75,23 @@ def column(app: App[Any], selector: str, key: str) -> list[str]:
 def row_keys(app: App[Any], selector: str) -> list[str]:
     table = app.screen.query_one(selector, DataTable)
     return [str(key.value) for key in table.rows]
+
+
+def header(app: App[Any], selector: str, key: str) -> str:
+    """A column's header as shown (the sort arrow included, trailing space trimmed)."""
+    table = app.screen.query_one(selector, DataTable)
+    return table.columns[key].label.plain.rstrip()  # type: ignore[arg-type]
+
+
+def column_widths(app: App[Any], selector: str) -> list[int]:
+    table = app.screen.query_one(selector, DataTable)
+    return [c.get_render_width(table) for c in table.columns.values()]
+
+
+async def click_header(pilot: Pilot[Any], selector: str, key: str) -> None:
+    """Click the header of column ``key``, then wait for the table to be sorted (and read again)."""
+    table = pilot.app.screen.query_one(selector, DataTable)
+    keys = [str(k.value) for k in table.columns]
+    x = sum(column_widths(pilot.app, selector)[:keys.index(key)]) + 2
+    await pilot.click(selector, offset=(x - table.scroll_x, 0))
+    await settle(pilot)
