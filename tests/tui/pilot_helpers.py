@@ -14,6 +14,8 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static
 from textual.worker import WorkerState
 
+from workbench.tui.widgets.table import NelTable
+
 _BUSY = (WorkerState.PENDING, WorkerState.RUNNING)
 
 
@@ -79,8 +81,7 @@ def row_keys(app: App[Any], selector: str) -> list[str]:
 
 def header(app: App[Any], selector: str, key: str) -> str:
     """A column's header as shown (the sort arrow included, trailing space trimmed)."""
-    table = app.screen.query_one(selector, DataTable)
-    return table.columns[key].label.plain.rstrip()  # type: ignore[arg-type]
+    return app.screen.query_one(selector, NelTable).header_label(key)
 
 
 def column_widths(app: App[Any], selector: str) -> list[int]:
@@ -93,5 +94,5 @@ async def click_header(pilot: Pilot[Any], selector: str, key: str) -> None:
     table = pilot.app.screen.query_one(selector, DataTable)
     keys = [str(k.value) for k in table.columns]
     x = sum(column_widths(pilot.app, selector)[:keys.index(key)]) + 2
-    await pilot.click(selector, offset=(x - table.scroll_x, 0))
+    await pilot.click(selector, offset=(x - round(table.scroll_x), 0))
     await settle(pilot)

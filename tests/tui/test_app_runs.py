@@ -79,6 +79,15 @@ class TestRunsScreen:
             await settle(pilot)
             assert isinstance(app.screen, TasksScreen) and app.screen.run_id == LONG_IDS[RUN_A]
 
+    async def test_a_wider_terminal_shows_more_of_each_run_id(self, long_ids: Path) -> None:
+        app = NelApp(long_ids)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot)
+            await pilot.resize_terminal(140, 30)
+            await settle(pilot)
+            assert column(app, "#runs", "run") == [LONG_IDS[RUN_B], LONG_IDS[RUN_A]]
+            assert "▸" not in text_of(app, "#status")
+
     async def test_a_short_run_id_is_shown_whole_and_not_repeated(self, demo: Path) -> None:
         app = NelApp(demo)
         async with app.run_test(size=(80, 24)) as pilot:

@@ -48,6 +48,13 @@ class TestRunsHeaders:
             assert arrows(app, "#runs") == {"run": "run ↓"}
             assert row_keys(app, "#runs") == [RUN_B, RUN_A]
 
+    async def test_s_goes_on_to_the_source_column(self, demo: Path) -> None:
+        app = NelApp(demo)
+        async with app.run_test(size=(160, 30)) as pilot:
+            await settle(pilot)
+            await pilot.press("s", "s")
+            assert arrows(app, "#runs") == {"source": "source ↑"}
+
     async def test_a_header_click_sorts_text_a_to_z_then_reverses(self, demo: Path) -> None:
         app = NelApp(demo)
         async with app.run_test(size=(160, 30)) as pilot:

@@ -11,6 +11,7 @@ from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.widgets import DataTable
+from textual.widgets.data_table import ColumnKey
 
 Cell = str | Text
 DESCENDING, ASCENDING = "↓", "↑"
@@ -98,7 +99,7 @@ class NelTable(DataTable[Cell]):
 
     def header_label(self, key: str) -> str:
         """A column's header as shown (trailing space trimmed): what a test or a screen reader reads."""
-        return self.columns[key].label.plain.rstrip()
+        return self.columns[ColumnKey(key)].label.plain.rstrip()
 
     def highlighted_key(self) -> str | None:
         """The key of the row under the cursor, if any."""
