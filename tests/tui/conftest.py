@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from textual.widgets import Input, TextArea
-from tui_store import agent_store, demo_store, synthetic_store
+from tui_store import LONG_IDS, agent_store, demo_store, synthetic_store
 
 
 @pytest.fixture(scope="session")
@@ -19,6 +19,12 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One run of 350 tasks: several pages of the task list."""
     return synthetic_store(tmp_path_factory.mktemp("big") / "nel.duckdb", runs=1, tasks=350, repeats=1)
+
+
+@pytest.fixture(scope="session")
+def long_ids(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo store with the run ids nel gives (benchmark-model-date-time-hash), too long for 80 columns."""
+    return demo_store(tmp_path_factory.mktemp("long") / "nel.duckdb", LONG_IDS)
 
 
 @pytest.fixture(autouse=True)

@@ -14,6 +14,8 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static
 from textual.worker import WorkerState
 
+from workbench.tui.widgets.table import NelTable
+
 _BUSY = (WorkerState.PENDING, WorkerState.RUNNING)
 
 
@@ -75,3 +77,22 @@ def column(app: App[Any], selector: str, key: str) -> list[str]:
 def row_keys(app: App[Any], selector: str) -> list[str]:
     table = app.screen.query_one(selector, DataTable)
     return [str(key.value) for key in table.rows]
+
+
+def header(app: App[Any], selector: str, key: str) -> str:
+    """A column's header as shown (the sort arrow included, trailing space trimmed)."""
+    return app.screen.query_one(selector, NelTable).header_label(key)
+
+
+def column_widths(app: App[Any], selector: str) -> list[int]:
+    table = app.screen.query_one(selector, DataTable)
+    return [c.get_render_width(table) for c in table.columns.values()]
+
+
+async def click_header(pilot: Pilot[Any], selector: str, key: str) -> None:
+    """Click the header of column ``key``, then wait for the table to be sorted (and read again)."""
+    table = pilot.app.screen.query_one(selector, DataTable)
+    keys = [str(k.value) for k in table.columns]
+    x = sum(column_widths(pilot.app, selector)[:keys.index(key)]) + 2
+    await pilot.click(selector, offset=(x - round(table.scroll_x), 0))
+    await settle(pilot)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pilot_helpers import column, row_keys, screen_text, settle, text_of, wait_for
+from pilot_helpers import column, header, row_keys, screen_text, settle, text_of, wait_for
 from textual.command import CommandList, CommandPalette
 from textual.screen import Screen
-from tui_store import RUN_A, RUN_B
+from tui_store import LONG_IDS, RUN_A, RUN_B
 
 from workbench.tui.app import NelApp
 from workbench.tui.messages import Reply, RunsLoaded
@@ -54,16 +54,46 @@ class TestRunsScreen:
         app = NelApp(demo)
         async with app.run_test() as pilot:
             await settle(pilot)
-            await pilot.press("s")  # started → run
-            assert "sort: run ↓" in text_of(app, "#status")
-            assert row_keys(app, "#runs") == [RUN_B, RUN_A]
-            await pilot.press("S")
+            await pilot.press("s")  # started → run, a→z
+            assert header(app, "#runs", "run") == "run ↑"
             assert row_keys(app, "#runs") == [RUN_A, RUN_B]
-            await pilot.press("slash", *"del-b", "enter")
-            assert row_keys(app, "#runs") == [RUN_B]
+            await pilot.press("S")
+            assert row_keys(app, "#runs") == [RUN_B, RUN_A]
+            await pilot.press("slash", *"mo-a", "enter")
+            assert row_keys(app, "#runs") == [RUN_A]
             assert text_of(app, "#status").startswith("1 of 2 runs")
             await pilot.press("escape")
-            assert row_keys(app, "#runs") == [RUN_A, RUN_B]
+            assert row_keys(app, "#runs") == [RUN_B, RUN_A]
+
+    async def test_long_run_ids_lose_their_middle_but_filter_and_open_by_the_full_id(self, long_ids: Path) -> None:
+        app = NelApp(long_ids)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot)
+            newest = LONG_IDS[RUN_B]
+            assert row_keys(app, "#runs") == [newest, LONG_IDS[RUN_A]]
+            assert column(app, "#runs", "run") == ["gsm8k_cot_zero…3-090000-b71e04", "gsm8k_cot_zero…2-100000-3f9a2c"]
+            assert f"▸ {newest}" in text_of(app, "#status")  # the highlighted run, in full
+            await pilot.press("slash", *"20260102-10", "enter")  # a part of the id the table elides
+            assert row_keys(app, "#runs") == [LONG_IDS[RUN_A]]
+            await pilot.press("enter")
+            await settle(pilot)
+            assert isinstance(app.screen, TasksScreen) and app.screen.run_id == LONG_IDS[RUN_A]
+
+    async def test_a_wider_terminal_shows_more_of_each_run_id(self, long_ids: Path) -> None:
+        app = NelApp(long_ids)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot)
+            await pilot.resize_terminal(140, 30)
+            await settle(pilot)
+            assert column(app, "#runs", "run") == [LONG_IDS[RUN_B], LONG_IDS[RUN_A]]
+            assert "▸" not in text_of(app, "#status")
+
+    async def test_a_short_run_id_is_shown_whole_and_not_repeated(self, demo: Path) -> None:
+        app = NelApp(demo)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot)
+            assert column(app, "#runs", "run") == [RUN_B, RUN_A]
+            assert "▸" not in text_of(app, "#status")
 
     async def test_enter_opens_the_tasks_of_the_highlighted_run(self, demo: Path) -> None:
         app = NelApp(demo)

@@ -10,7 +10,7 @@ import math
 from pathlib import Path
 
 import pytest
-from pilot_helpers import column, open_screen, row_keys, screen_text, settle, text_of
+from pilot_helpers import column, header, open_screen, row_keys, screen_text, settle, text_of
 from textual.pilot import Pilot
 from textual.widgets import DataTable
 from tui_store import RUN_A, RUN_B, TASK_IDS
@@ -19,10 +19,12 @@ from workbench.analysis.triage.compare import cross_run_pair, moved_tasks, run_c
 from workbench.errors import UsageError
 from workbench.store.reader import Store
 from workbench.tui.app import NelApp
+from workbench.tui.screens import compare as compare_screen
 from workbench.tui.screens.compare import CompareScreen
 from workbench.tui.screens.diff import DiffScreen
 from workbench.tui.screens.help import HelpScreen
 from workbench.tui.screens.runs import RunsScreen
+from workbench.tui.widgets.table import NelTable
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
 
@@ -131,6 +133,31 @@ class TestTheComparison:
             assert "flips in arithmetic" in screen_text(app)
             await pilot.press("x")
             assert len(row_keys(app, "#flips")) == 6
+
+    async def test_each_flip_shows_its_question(self, demo: Path) -> None:
+        app = NelApp(demo)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await open_compare(pilot)
+            assert header(app, "#flips", "question") == "question"
+            assert column(app, "#flips", "question") == [
+                "Use the calculator tool…", "What is 7 * 6?", "How many legs do 3 spid…", "A train travels 60 km i…",
+                "Solve x + 4 = 10 for x.", "What is the 10th prime …"]
+
+    async def test_questions_are_read_only_for_the_flips_shown(self, demo: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+        """With one flip of each kind shown, the comparison reads two questions; a category's flips bring theirs."""
+        monkeypatch.setattr(compare_screen, "FLIPS_SHOWN", 1)
+        app = NelApp(demo)
+        async with app.run_test(size=(100, 30)) as pilot:
+            screen = await open_compare(pilot)
+            assert set(screen._questions) == {TASK_IDS[4], TASK_IDS[6]}
+            categories = screen.query_one("#categories", NelTable)
+            categories.focus()
+            categories.move_to_key("rates")  # task 3 rose: not among the flips shown for every category
+            await pilot.press("enter")
+            await settle(pilot)
+            assert column(app, "#flips", "task") == ["3"]
+            assert column(app, "#flips", "question") == ["A train travels 60 km i…"]
 
     async def test_tab_moves_between_the_tables(self, demo: Path) -> None:
         app = NelApp(demo)

@@ -51,6 +51,11 @@ class TestRuns:
     def test_runs_large_terminal(self, app: NelApp, snap_compare) -> None:  # type: ignore[no-untyped-def]
         assert snap_compare(app, run_before=_keys("down", "space"), terminal_size=(140, 40))
 
+    def test_runs_long_ids(self, long_ids: Path, monkeypatch: pytest.MonkeyPatch, snap_compare) -> None:  # type: ignore[no-untyped-def]
+        """Run ids as long as real ones at 80×24: elided in the middle, the highlighted one in full in the status."""
+        monkeypatch.chdir(long_ids.parent)
+        assert snap_compare(NelApp(Path("nel.duckdb"), clock=lambda: 0.0), run_before=_keys("down"))
+
     def test_help(self, app: NelApp, snap_compare) -> None:  # type: ignore[no-untyped-def]
         assert snap_compare(app, run_before=_keys("question_mark"))
 

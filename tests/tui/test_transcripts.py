@@ -159,7 +159,7 @@ class TestQuestionInView:
         app = NelApp(agent)
         async with app.run_test(size=(160, 40)) as pilot:
             await open_screen(pilot, TasksScreen("agent-a"))
-            assert column(app, "#tasks", "question") == ["List the files in the repos…"]
+            assert column(app, "#tasks", "question") == ["List the files in the r…"]  # 24 cells: the numbers fit 80
             assert column(app, "#tasks", "turns") == ["2"]
             assert column(app, "#tasks", "tool calls") == ["1"]
 

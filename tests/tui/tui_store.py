@@ -17,6 +17,9 @@ from workbench.store.columns import RUN_COLUMNS, SHARD_COLUMNS, STEP_COLUMNS
 from workbench.store.database import connect_rw
 
 RUN_A, RUN_B = "demo-a", "demo-b"
+LONG_IDS = {RUN_A: "gsm8k_cot_zeroshot-mock-20260102-100000-3f9a2c",
+            RUN_B: "gsm8k_cot_zeroshot-mock-20260103-090000-b71e04"}
+"""The demo runs under ids as long as real ones, which share their head and differ in their tail."""
 SYSTEM = "You are a careful solver. End with a line 'The answer is: N'."
 LONG_LINES = 2000
 
@@ -119,8 +122,9 @@ def _insert(con: Any, table: str, columns: tuple[str, ...], rows: list[dict[str,
                     [[r[c] for c in columns] for r in rows])
 
 
-def demo_store(path: Path) -> Path:
-    """Write the two demo runs into a fresh store at ``path``."""
+def demo_store(path: Path, ids: dict[str, str] | None = None) -> Path:
+    """Write the two demo runs into a fresh store at ``path`` (``ids``: stored under other run ids, e.g. long ones)."""
+    stored = {**{run_id: run_id for run_id in RUNS}, **(ids or {})}
     con = connect_rw(path)
     try:
         for idx, (prompt, expected, category) in enumerate(TASKS):
@@ -129,6 +133,9 @@ def demo_store(path: Path) -> Path:
         for run_id, info in RUNS.items():
             outcomes = OUTCOMES[run_id]
             steps = [_step(run_id, i, r, o) for i, reps in enumerate(outcomes) for r, o in enumerate(reps)]
+            run_id = stored[run_id]
+            for step in steps:
+                step["run_id"] = run_id
             finished = max(s["started_at"] for s in steps) + timedelta(seconds=2)
             run = {
                 "run_id": run_id, "benchmark": "arith", "model_id": info["model_id"], "model_url": "http://mock/v1",

@@ -60,6 +60,25 @@ def clip(value: object, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+QUESTION_CELLS = 24
+"""A task's question in a list (first line, clipped): enough to recognise the task, not to push the numbers
+off an 80-column table."""
+ID_CELLS = 24
+"""A run id squeezed into one line beside another (a crumb ``A … → B …``, a table's title)."""
+
+
+def elide_middle(text: str, limit: int) -> str:
+    """``text`` in at most ``limit`` characters, its middle replaced by ``…``. Run ids share their head (benchmark,
+    model) and differ in their tail (date, hash): cutting the middle keeps both ends readable."""
+    if len(text) <= limit:
+        return text
+    if limit <= 1:
+        return "…"[:limit]
+    kept = limit - 1
+    head = kept // 2
+    return f"{text[:head]}…{text[len(text) - (kept - head):]}"
+
+
 def bar(done: int, total: int, width: int = 20) -> str:
     """A text progress bar (a widget per shard would not fit 64 shards in 24 lines)."""
     if total <= 0:

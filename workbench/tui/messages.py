@@ -142,11 +142,13 @@ class LaunchChanged(Reply):
 
 
 class ComparisonLoaded(Reply):
-    """Two runs compared: the paired statistics, the flips, and the transition groups that add up to Δ."""
+    """Two runs compared: the paired statistics, the flips, and the transition groups that add up to Δ; with
+    the questions of the flips the screen shows first (task id → question)."""
 
-    def __init__(self, token: int, result: TriageComparison) -> None:
+    def __init__(self, token: int, result: TriageComparison, questions: dict[str, str | None] | None = None) -> None:
         super().__init__(token)
         self.result = result
+        self.questions = questions or {}
 
 
 class DiagnosisLoaded(Reply):

@@ -7,13 +7,14 @@ from typing import Any
 
 from workbench.store.queries.triage_runs import RunRow
 
-RUN_SORTS = ("started", "run", "benchmark", "model", "status", "pass@1", "duration", "steps")
+RUN_SORTS = ("started", "run", "source", "benchmark", "model", "status", "pass@1", "duration", "steps")
 
 
 def _run_sort_key(name: str) -> Callable[[RunRow], Any]:
     keys: dict[str, Callable[[RunRow], Any]] = {
         "started": lambda r: r.created_at,
         "run": lambda r: r.run_id,
+        "source": lambda r: r.source,
         "benchmark": lambda r: r.benchmark,
         "model": lambda r: r.model_id,
         "status": lambda r: r.status,

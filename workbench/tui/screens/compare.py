@@ -19,18 +19,21 @@ from textual.containers import Horizontal, Vertical
 from textual.widget import Widget
 from textual.widgets import DataTable, Static
 
-from workbench.analysis.compare import CategoryDelta, Comparison, Flip
+from workbench.analysis.compare import CategoryDelta, Comparison, Flip, Flips
 from workbench.analysis.diagnosis.attribution import points
 from workbench.analysis.diagnosis.types import RankedTask, ShiftGroup
+from workbench.analysis.triage import questions_by_task_id
 from workbench.analysis.triage.compare import TriageComparison, cross_run_pair, run_comparison
+from workbench.store.reader import Store
 from workbench.tui import format as fmt
-from workbench.tui.messages import ComparisonLoaded, CounterpartFound
+from workbench.tui.messages import ComparisonLoaded, CounterpartFound, Reply
 from workbench.tui.screens.base import NelScreen
 from workbench.tui.widgets.table import Cell, NelTable
 
 FLIPS_SHOWN = 500  # per kind: a table of thousands of rows is slow to fill and no one reads past the top
-FLIP_COLUMNS = (("kind", " "), ("task", "task"), ("category", "category"), ("a", "A k/n"), ("b", "B k/n"),
-                ("delta", "Δ"))
+FLIP_COLUMNS = (("kind", " "), ("task", "task"), ("question", "question"), ("category", "category"),
+                ("a", "A k/n"), ("b", "B k/n"), ("delta", "Δ"))
+CATEGORY_CELLS = 12
 CATEGORY_COLUMNS = (("category", "category"), ("delta", "Δ"), ("a", "A"), ("b", "B"), ("tasks", "tasks"),
                     ("worse", "▼"), ("better", "▲"), ("ci", "95% CI"))
 MOVED_COLUMNS = (("group", "transition / task"), ("contribution", "share of Δ"), ("tasks", "tasks"), ("delta", "Δ"),
@@ -59,6 +62,30 @@ def delta_cell(value: float, digits: int = 3) -> Text:
 
 def passes(k: int, n: int, errors: int) -> Text:
     return fmt.num(f"{k}/{n}" + (f" ({errors} err)" if errors else ""))
+
+
+def shown_flips(flips: Flips, category: str | None) -> list[tuple[str, Flip]]:
+    """The flips the table lists, with their kind (▼ fell, ▲ rose): the first ``FLIPS_SHOWN`` regressions, then
+    improvements, of ``category`` (None: of every category)."""
+    out: list[tuple[str, Flip]] = []
+    for kind, items in (("▼", flips.regressions), ("▲", flips.improvements)):
+        chosen = [x for x in items if category is None or x.category == category]
+        out += [(kind, x) for x in chosen[:FLIPS_SHOWN]]
+    return out
+
+
+def flip_questions(store: Store, task_ids: list[str]) -> dict[str, str | None]:
+    """The question of each of ``task_ids`` (None for a task the store has no text for: asked once, not again)."""
+    found = questions_by_task_id(store, task_ids)
+    return {task_id: found.get(task_id) for task_id in task_ids}
+
+
+class QuestionsLoaded(Reply):
+    """The questions of flips the table lists but the comparison did not bring (another category's)."""
+
+    def __init__(self, token: int, questions: dict[str, str | None]) -> None:
+        super().__init__(token)
+        self.questions = questions
 
 
 def headline(c: Comparison) -> Text:
@@ -146,12 +173,15 @@ class CompareScreen(NelScreen):
         self.category: str | None = None
         """The category whose flips alone are shown (Enter on a category), None for all."""
         self._flips: dict[str, Flip] = {}
+        self._questions: dict[str, str | None] = {}
+        """Task id → question, for the flips listed so far (read in workers, only for the rows shown)."""
         self._moved: dict[str, RankedTask] = {}
         self._expanded: set[str] = set()
         """Transition groups whose tasks the moved table lists (Enter on a group)."""
 
     def crumb(self) -> str:
-        return f"nel › runs › compare A {self.baseline} → B {self.candidate}"
+        a, b = (fmt.elide_middle(run_id, fmt.ID_CELLS) for run_id in (self.baseline, self.candidate))
+        return f"nel › runs › compare A {a} → B {b}"
 
     def compose_body(self) -> Iterable[Widget]:
         yield Static("", id="headline", markup=False)
@@ -168,17 +198,24 @@ class CompareScreen(NelScreen):
     # ---- loading ---------------------------------------------------------------------------------------------
     def action_reload(self) -> None:
         """Compare the two runs (again) in a worker."""
-        baseline, candidate = self.baseline, self.candidate
+        baseline, candidate, category = self.baseline, self.candidate, self.category
         headline = self.query_one("#headline", Static)
         headline.remove_class("error")
         headline.update(f"comparing {baseline} (A, baseline) with {candidate} (B, candidate)…")
         self.query_one("#crumb", Static).update(self.crumb())
-        self.start("compare", lambda token: ComparisonLoaded(token, run_comparison(self.store(), baseline, candidate)))
+
+        def job(token: int) -> ComparisonLoaded:
+            result = run_comparison(self.store(), baseline, candidate)
+            ids = [x.task_id for _, x in shown_flips(result.comparison.flips, category)]
+            return ComparisonLoaded(token, result, flip_questions(self.store(), ids))
+
+        self.start("compare", job)
 
     def on_comparison_loaded(self, message: ComparisonLoaded) -> None:
         if not self.current("compare", message.token):
             return
         self.result = result = message.result
+        self._questions = message.questions
         c = result.comparison
         if self.category is not None and all(d.category != self.category for d in c.categories):
             self.category = None
@@ -216,18 +253,32 @@ class CompareScreen(NelScreen):
             return
         f = self.result.comparison.flips
         counts = []
-        for kind, items, style in (("▼", f.regressions, "red"), ("▲", f.improvements, "green")):
-            chosen = [x for x in items if self.category is None or x.category == self.category]
-            counts.append(f"{len(chosen)} {kind}" + (f" (first {FLIPS_SHOWN})" if len(chosen) > FLIPS_SHOWN else ""))
-            for x in chosen[:FLIPS_SHOWN]:
-                self._flips[x.task_id] = x
-                table.add_row(Text(kind, style=style), fmt.num(str(x.task_idx)), fmt.clip(x.category or "—", 16),
-                              passes(x.baseline_passes, x.baseline_attempts, x.baseline_errors),
-                              passes(x.candidate_passes, x.candidate_attempts, x.candidate_errors),
-                              delta_cell(x.delta), key=x.task_id)
+        for kind, items in (("▼", f.regressions), ("▲", f.improvements)):
+            n = sum(1 for x in items if self.category is None or x.category == self.category)
+            counts.append(f"{n} {kind}" + (f" (first {FLIPS_SHOWN})" if n > FLIPS_SHOWN else ""))
+        missing = []
+        for kind, x in shown_flips(f, self.category):
+            self._flips[x.task_id] = x
+            if x.task_id in self._questions:
+                question = fmt.clip(self._questions[x.task_id], fmt.QUESTION_CELLS)
+            else:
+                question = "…"
+                missing.append(x.task_id)
+            table.add_row(Text(kind, style="red" if kind == "▼" else "green"), fmt.num(str(x.task_idx)), question,
+                          fmt.clip(x.category or "—", CATEGORY_CELLS),
+                          passes(x.baseline_passes, x.baseline_attempts, x.baseline_errors),
+                          passes(x.candidate_passes, x.candidate_attempts, x.candidate_errors),
+                          delta_cell(x.delta), key=x.task_id)
         where = f" in {self.category} (x: all)" if self.category else ""
         table.border_title = f"flips{where}: {', '.join(counts)} · Enter diffs a task across the runs"
         table.move_to_key(keep)
+        if missing:
+            self.start("questions", lambda token: QuestionsLoaded(token, flip_questions(self.store(), missing)))
+
+    def on_questions_loaded(self, message: QuestionsLoaded) -> None:
+        if self.current("questions", message.token):
+            self._questions.update(message.questions)
+            self._fill_flips()
 
     def _fill_categories(self, c: Comparison) -> None:
         table = self.query_one("#categories", NelTable)
@@ -394,7 +445,6 @@ class CompareScreen(NelScreen):
 
     def action_export(self) -> None:
         """The whole flip list, each task with its question, to a file (``export_view``)."""
-        from workbench.analysis.triage import questions_by_task_id
         from workbench.tui.export_view import export_later, flips_table
 
         if self.result is None:

@@ -26,6 +26,8 @@ from workbench.tui.widgets.table import NelTable
 COLUMNS = (("scope", "about"), ("category", "category"), ("tasks", "tasks"), ("title", "finding"))
 CITED_COLUMNS = (("task", "task"), ("question", "question"))
 CITED_SHOWN = 12
+CRUMB_ID_CELLS = 18
+"""Each run id in the crumb: both fit the 78 cells of an 80-column line after "nel › runs › compare › findings"."""
 
 
 class CitedLoaded(Reply):
@@ -60,7 +62,8 @@ class FindingsScreen(NelScreen):
         self.findings: list[RunFinding] = []
 
     def crumb(self) -> str:
-        return f"nel › runs › compare › findings   A {self.baseline} → B {self.candidate}"
+        a, b = (fmt.elide_middle(run_id, CRUMB_ID_CELLS) for run_id in (self.baseline, self.candidate))
+        return f"nel › runs › compare › findings   A {a} → B {b}"
 
     def compose_body(self) -> Iterable[Widget]:
         yield Static(f"diagnosing {self.baseline} → {self.candidate}…", id="summary", classes="summary",
@@ -120,7 +123,8 @@ class FindingsScreen(NelScreen):
             f"tasks in {rf.run_id}: {cited or 'none'}{more}" + (" · Enter lists them" if f.task_idx else ""))
         cited_table = self.query_one("#cited", NelTable)
         cited_table.clear()
-        cited_table.border_title = f"the {len(f.task_idx)} task(s) it cites in {rf.run_id}"
+        cited_table.border_title = (f"the {len(f.task_idx)} task(s) it cites in "
+                                    f"{fmt.elide_middle(rf.run_id, fmt.ID_CELLS)}")
         for i in f.task_idx:
             cited_table.add_row(fmt.num(f"#{i}"), "…", key=str(i))
         run_id, idxs = rf.run_id, list(f.task_idx)

@@ -7,6 +7,7 @@ from typing import ClassVar
 
 from textual import on
 from textual.binding import Binding, BindingType
+from textual.events import Resize
 from textual.widget import Widget
 from textual.widgets import DataTable, Input, Static
 
@@ -14,14 +15,22 @@ from workbench.analysis.triage import RUN_SORTS, RunRow, runs_table, sort_filter
 from workbench.tui import format as fmt
 from workbench.tui.messages import RunsLoaded
 from workbench.tui.screens.base import NelScreen
-from workbench.tui.widgets.table import NelTable
+from workbench.tui.widgets.table import NelTable, SortOrder
 
 COLUMNS = (("mark", " "), ("run", "run"), ("source", "source"), ("status", "status"), ("pass@1", "pass@1 [95% CI]"),
            ("size", "tasks×rep"), ("benchmark", "benchmark"), ("model", "model"), ("started", "started (UTC)"),
            ("duration", "duration"), ("steps", "steps"))
 """The source (nel, gym, lm-eval, inspect: which harness produced the run) sits by the run id, seen at 80 columns."""
-_SORT_OF_COLUMN = {"run": "run", "benchmark": "benchmark", "model": "model", "status": "status",
-                   "steps": "steps", "pass@1": "pass@1", "started": "started", "duration": "duration"}
+SORTABLE = RUN_SORTS
+"""Each sort is named after the column it orders by, so the arrow goes on that column's header."""
+LARGEST_FIRST = ("started", "pass@1", "duration", "steps")
+"""Times and numbers start newest/largest first; the other columns are text and start a→z."""
+OTHER_CELLS = 50
+"""What the columns left of and after the run id take at 80 columns (mark, source, status, pass@1, padding and
+the scrollbar): the run column gets the rest of the terminal's width, between RUN_CELLS_MIN and RUN_CELLS_MAX."""
+RUN_CELLS_MIN, RUN_CELLS_MAX = 18, 60
+MARK_CELLS = 24
+"""A marked run's id in the status line, after the highlighted one's (the mark column says which row it is)."""
 REFRESH_S = 2.0
 
 
@@ -50,8 +59,10 @@ class RunsScreen(NelScreen):
     def __init__(self) -> None:
         super().__init__()
         self.runs: list[RunRow] = []
-        self.sort, self.descending = "started", True
+        self.order = SortOrder("started", descending=True)
         self.loaded = False
+        self.run_cells = RUN_CELLS_MAX
+        """How many characters of a run id the run column shows (the middle elided beyond)."""
 
     def crumb(self) -> str:
         return f"nel › runs   {self.nel.store_path}"
@@ -64,7 +75,10 @@ class RunsScreen(NelScreen):
 
     def on_mount(self) -> None:
         super().on_mount()
-        self.query_one("#runs", NelTable).set_columns(COLUMNS)
+        table = self.query_one("#runs", NelTable)
+        table.set_columns(COLUMNS, sortable=SORTABLE)
+        table.show_sort(self.order)
+        self.run_cells = self._run_cells()
         self.query_one("#panel").display = False
         self.query_one("#status", Static).update("loading runs…")
         self.action_reload()
@@ -109,9 +123,20 @@ class RunsScreen(NelScreen):
         panel.display = True
 
     # ---- showing --------------------------------------------------------------------------------------
+    def _run_cells(self) -> int:
+        return max(RUN_CELLS_MIN, min(RUN_CELLS_MAX, self.app.size.width - OTHER_CELLS))
+
+    def on_resize(self, event: Resize) -> None:
+        """A narrower terminal elides more of each run id (and a wider one less)."""
+        cells = self._run_cells()
+        if cells != self.run_cells:
+            self.run_cells = cells
+            if self.loaded:
+                self._fill()
+
     def _shown(self) -> list[RunRow]:
         text = self.query_one("#filter", Input).value
-        return sort_filter_runs(self.runs, sort=self.sort, descending=self.descending, text=text)
+        return sort_filter_runs(self.runs, sort=self.order.column, descending=self.order.descending, text=text)
 
     def _fill(self) -> None:
         table = self.query_one("#runs", NelTable)
@@ -121,16 +146,31 @@ class RunsScreen(NelScreen):
         marks = dict(zip(self.nel.marked_runs, ("A", "B"), strict=False))
         for r in shown:
             table.add_row(
-                marks.get(r.run_id, " "), r.run_id, r.source, r.status,
+                marks.get(r.run_id, " "), fmt.elide_middle(r.run_id, self.run_cells), r.source, r.status,
                 fmt.estimate(r.pass_at_1, r.pass_at_1_low, r.pass_at_1_high), fmt.num(f"{r.n_tasks}×{r.n_repeats}"),
                 r.benchmark, r.model_id or "—", fmt.when(r.created_at), fmt.num(fmt.duration(r.duration_s)),
                 fmt.num(f"{r.n_steps}/{r.n_steps_expected}"), key=r.run_id,
             )
         table.move_to_key(keep)
-        arrow = "↓" if self.descending else "↑"
-        marked = "   " + "  ".join(f"{m}: {run_id}" for run_id, m in marks.items()) if marks else ""
+        table.show_sort(self.order)
+        self._show_status(len(shown))
+
+    def _show_status(self, shown: int | None = None) -> None:
+        """How many runs are shown, the highlighted run's id in full when the table elides it, and the marks (the
+        sort is on its column's header)."""
+        if shown is None:
+            shown = self.query_one("#runs", NelTable).row_count
+        marks = dict(zip(self.nel.marked_runs, ("A", "B"), strict=False))
+        marked = "   " + "  ".join(f"{m}: {fmt.elide_middle(run_id, MARK_CELLS)}"
+                                   for run_id, m in marks.items()) if marks else ""
+        current = self._highlighted()
+        full = f"   ▸ {current}" if current is not None and len(current) > self.run_cells else ""
         self.query_one("#status", Static).update(
-            f"{len(shown)} of {len(self.runs)} runs   sort: {self.sort} {arrow}{marked}")
+            f"{shown} of {len(self.runs)} runs{full}{marked}")
+
+    @on(DataTable.RowHighlighted, "#runs")
+    def _highlighted_changed(self) -> None:
+        self._show_status()
 
     @on(Input.Changed, "#filter")
     def _filter_changed(self) -> None:
@@ -140,12 +180,12 @@ class RunsScreen(NelScreen):
     def _filter_done(self) -> None:
         self.query_one("#runs").focus()
 
-    @on(DataTable.HeaderSelected)
+    @on(DataTable.HeaderSelected, "#runs")
     def _header(self, event: DataTable.HeaderSelected) -> None:
-        name = _SORT_OF_COLUMN.get(str(event.column_key.value))
-        if name is not None:
-            self.descending = not self.descending if name == self.sort else name in ("started", "pass@1")
-            self.sort = name
+        """A click on a header sorts by its column (text a→z first, numbers largest first); again, reverses."""
+        name = str(event.column_key.value)
+        if name in SORTABLE:
+            self.order = self.order.choose(name, LARGEST_FIRST)
             self._fill()
 
     @on(DataTable.RowSelected, "#runs")
@@ -209,11 +249,11 @@ class RunsScreen(NelScreen):
         self.query_one("#filter").focus()
 
     def action_sort(self) -> None:
-        self.sort = RUN_SORTS[(RUN_SORTS.index(self.sort) + 1) % len(RUN_SORTS)]
+        self.order = self.order.next(RUN_SORTS, LARGEST_FIRST)
         self._fill()
 
     def action_reverse(self) -> None:
-        self.descending = not self.descending
+        self.order = self.order.reversed()
         self._fill()
 
     def action_back(self) -> None:

@@ -31,15 +31,17 @@ from workbench.analysis.triage import (
 from workbench.tui import format as fmt
 from workbench.tui.messages import OverviewLoaded, TasksLoaded
 from workbench.tui.screens.base import NelScreen
-from workbench.tui.widgets.table import NelTable
+from workbench.tui.widgets.table import NelTable, SortOrder
 
 PAGE = 100  # rows per fetch: two screenfuls of a large terminal, and quick to add to the table
 REFRESH_S = 2.0  # how often the list of a running run is read again
 COLUMNS = (("task", "task"), ("question", "question"), ("passes", "k/n"), ("pass rate", "rate"),
            ("wilson", "Wilson 95%"), ("bucket", "bucket"), ("category", "category"), ("failure", "failure"),
            ("tokens", "tokens"), ("latency", "latency"), ("turns", "turns"), ("tool calls", "tools"))
-QUESTION_CELLS = 28  # the question's first line, clipped: enough to recognise a task, not to push the numbers off
 SORTS = tuple(TASK_SORTS)
+"""Each sort is named after the column it orders by (turns and tool calls are not sortable)."""
+LARGEST_FIRST = ("passes", "pass rate", "wilson", "tokens", "latency")
+"""Numbers start largest first; task index, question, bucket (sometimes first) and categories start a→z."""
 
 
 def _cycle(options: Sequence[str | None], current: str | None) -> str | None:
@@ -98,7 +100,9 @@ class TasksScreen(NelScreen):
 
     def on_mount(self) -> None:
         super().on_mount()
-        self.query_one("#tasks", NelTable).set_columns(COLUMNS)
+        table = self.query_one("#tasks", NelTable)
+        table.set_columns(COLUMNS, sortable=SORTS)
+        table.show_sort(self._order())
         self._reload()
         self.set_interval(REFRESH_S, self._refresh_running)
 
@@ -204,7 +208,7 @@ class TasksScreen(NelScreen):
         table = self.query_one("#tasks", NelTable)
         for t in rows:
             table.add_row(
-                fmt.num(str(t.task_idx)), fmt.clip(t.question, QUESTION_CELLS), fmt.num(f"{t.n_pass}/{t.n}"),
+                fmt.num(str(t.task_idx)), fmt.clip(t.question, fmt.QUESTION_CELLS), fmt.num(f"{t.n_pass}/{t.n}"),
                 fmt.num(fmt.rate(t.pass_rate)), fmt.interval(t.wilson_low, t.wilson_high), t.bucket,
                 t.category or "—", t.failure_category or "—", fmt.num(fmt.count(t.mean_tokens)),
                 fmt.num(fmt.millis(t.mean_latency_ms)), fmt.num(_per_attempt(t.turns)),
@@ -221,7 +225,7 @@ class TasksScreen(NelScreen):
             self.query_one("#summary", Static).update(
                 f"{run.benchmark} · {run.model_id or '—'} · {run.status} · pass@1 {pass_at_1} · "
                 f"{run.n_tasks} tasks × {run.n_repeats}\n{buckets}")
-        arrow = "↓" if f.descending else "↑"
+        arrow = self._order().arrow
         shown = self.query_one("#tasks", NelTable).row_count
         more = f" ({shown} loaded)" if shown < self.total else ""
         self.query_one("#status", Static).update(
@@ -242,8 +246,10 @@ class TasksScreen(NelScreen):
 
     @on(DataTable.HeaderSelected, "#tasks")
     def _header(self, event: DataTable.HeaderSelected) -> None:
+        """A click on a header sorts by its column (text a→z first, numbers largest first); again, reverses."""
         name = str(event.column_key.value)
-        self._set(sort=name, descending=not self.filter.descending if name == self.filter.sort else False)
+        if name in SORTS:
+            self._sort(self._order().choose(name, LARGEST_FIRST))
 
     @on(Input.Changed, "#text")
     def _text_changed(self) -> None:
@@ -266,6 +272,14 @@ class TasksScreen(NelScreen):
         self.filter = replace(self.filter, **changes)  # type: ignore[arg-type]
         self._show_status()
         self._reload()
+
+    def _order(self) -> SortOrder:
+        return SortOrder(self.filter.sort, self.filter.descending)
+
+    def _sort(self, order: SortOrder) -> None:
+        """Sort by ``order`` (read again in SQL); its column's header shows the arrow at once."""
+        self.query_one("#tasks", NelTable).show_sort(order)
+        self._set(sort=order.column, descending=order.descending)
 
     def action_bucket(self) -> None:
         counts = self.facets.buckets if self.facets else {}
@@ -295,10 +309,10 @@ class TasksScreen(NelScreen):
         self.query_one("#text").focus()
 
     def action_sort(self) -> None:
-        self._set(sort=_cycle(SORTS, self.filter.sort), descending=False)
+        self._sort(self._order().next(SORTS, LARGEST_FIRST))
 
     def action_reverse(self) -> None:
-        self._set(descending=not self.filter.descending)
+        self._sort(self._order().reversed())
 
     def action_clear(self) -> None:
         self.query_one("#text", Input).value = ""
