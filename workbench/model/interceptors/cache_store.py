@@ -15,7 +15,6 @@ import time
 from pathlib import Path
 
 import duckdb
-import pyarrow as pa
 
 from workbench.errors import UsageError
 
@@ -116,7 +115,10 @@ class CacheFile:
             con = _connect(self.path, read_only=False)
             try:
                 con.execute(_SCHEMA)
-                # One Arrow table, one statement: executemany costs milliseconds a row.
+                # One Arrow table, one statement: executemany costs milliseconds a row. (Imported here: a run the
+                # cache answers in full writes nothing and need not load pyarrow.)
+                import pyarrow as pa
+
                 columns = list(zip(*batch, strict=True))
                 con.register("batch", pa.table({"key": columns[0], "scope": columns[1], "response": columns[2],
                                                  "created_at": columns[3]}))
