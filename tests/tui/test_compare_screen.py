@@ -371,6 +371,23 @@ class TestFindings:
             assert app.screen.task_idx == screen.findings[cited].finding.task_idx[0]
             assert app.screen.run_id == screen.findings[cited].run_id
 
+    async def test_the_cited_tasks_show_their_questions_whole_not_cut_to_the_header(self, demo: Path) -> None:
+        """The questions arrive after the rows (a worker reads them): the column widened to them. It stayed as wide
+        as its header, showing "A train" for a whole question."""
+        app = NelApp(demo)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            await open_compare(pilot)
+            await pilot.press("f")
+            await settle(pilot)
+            screen = app.screen
+            row = next(i for i, rf in enumerate(screen.findings) if len(rf.finding.task_idx) >= 3)
+            for _ in range(row):
+                await pilot.press("down")
+            await settle(pilot)
+            assert "A train travels 60 km in 1.5 hours" in screen_text(app)
+
+
     async def test_a_run_that_is_gone_is_a_message_not_a_traceback(self, demo: Path) -> None:
         from workbench.tui.screens.findings import FindingsScreen
 

@@ -35,12 +35,13 @@ def session(demo: Path) -> Iterator[str]:
         _tmux("kill-session", "-t", name)
 
 
-def _wait_for(name: str, text: str, timeout: float = 10.0) -> str:
+def _wait_for(name: str, text: str, timeout: float = 10.0, *, joined: bool = False) -> str:
+    """The pane once ``text`` is on it (``joined``: anywhere in its lines stripped and joined, for wrapped text)."""
     deadline = time.monotonic() + timeout
     pane = ""
     while time.monotonic() < deadline:
         pane = _tmux("capture-pane", "-p", "-t", name).stdout
-        if text in pane:
+        if text in ("".join(line.strip() for line in pane.splitlines()) if joined else pane):
             return pane
         time.sleep(0.1)
     raise AssertionError(f"{text!r} never appeared; the pane shows:\n{pane}")
@@ -97,7 +98,26 @@ def test_search_a_transcript_copy_a_part_and_export_the_attempts_to_a_file(sessi
     _keys(session, "e")
     _wait_for(session, "Export 4 attempt(s) of task 4")
     _keys(session, "C-u", str(target), "Enter")
-    # the pane wraps a long path (xdist's tmp paths are long): the words, then the file itself
-    pane = _wait_for(session, "as Markdown to")
-    assert "task4.md" in "".join(line.strip() for line in pane.splitlines())
+    # the pane may wrap a long path (xdist's tmp paths are long), and a frame may be caught half drawn: wait for the
+    # words and the file name, read across lines
+    _wait_for(session, "as Markdown to", joined=True)
+    _wait_for(session, "task4.md", joined=True)
     assert "calculator: 123 * 45" in target.read_text()
+
+
+def test_mark_two_runs_compare_them_open_the_findings_and_every_task_a_finding_cites(session: str) -> None:
+    _wait_for(session, "demo-a")
+    _keys(session, "Space", "Down", "Space", "c")
+    _wait_for(session, "flips: 4 ▼, 2 ▲")
+    _keys(session, "f")
+    _wait_for(session, "Heuristic")
+    _keys(session, "Down", "Down", "Down")
+    pane = _wait_for(session, "sometimes-pass: 3 tasks: #2, #3, #4")
+    assert "Solve x + 4 = 10 for x." in _wait_for(session, "A train travels 60 km in 1.5 hours")
+    _keys(session, "Enter", "Down", "Enter")  # to the cited tasks, the second of them, open it
+    _wait_for(session, "Q: A train travels 60 km in 1.5 hours. What is its speed in km/h?")
+    _keys(session, "Escape")
+    _wait_for(session, "sometimes-pass: 3 tasks: #2, #3, #4")
+    _keys(session, "Down", "Enter")  # the next cited task, from where the cursor was left
+    pane = _wait_for(session, "Q: Use the calculator tool to compute 123 * 45.")
+    assert "task 4 · task0004" in pane

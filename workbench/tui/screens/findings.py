@@ -137,7 +137,7 @@ class FindingsScreen(NelScreen):
         table = self.query_one("#cited", NelTable)
         for i, question in message.questions.items():
             if str(i) in {str(k.value) for k in table.rows}:
-                table.update_cell(str(i), "question", fmt.clip(question, 100))
+                table.update_cell(str(i), "question", fmt.clip(question, 100), update_width=True)
 
     @on(DataTable.RowHighlighted, "#findings")
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
