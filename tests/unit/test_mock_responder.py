@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from workbench.environments import benchmark_names, get_environment
-from workbench.environments.registry import describe_benchmark
+from workbench.environments.registry import BUILTIN_CLASSES, describe_benchmark
 from workbench.mock.answers import AnswerIndex, Task
 from workbench.mock.responder import (
     GENERIC_REPLY,
@@ -21,6 +21,7 @@ from workbench.mock.responder import (
     wrong_answer,
 )
 from workbench.mock.skill import SkillProfile
+from workbench.resources import benchmarks_dir
 
 # What a final-answer marker looks like, and the answer it states.
 _MARKED = re.compile(r"(?:The answer is:|####|Answer:)\s*(\S+)|\\boxed\{([^}]*)\}")
@@ -162,8 +163,10 @@ def all_tasks() -> list[Task]:
 
 
 def _present_builtins() -> list[str]:
-    """Built-ins whose data ships with nel (hub-backed ones: on their fixtures, tests/unit/test_catalogue_*)."""
-    return [b for b in benchmark_names()
+    """Built-ins whose data ships with nel (hub-backed ones: on their fixtures, tests/unit/test_catalogue_*). Only
+    nel's own: a test module collected earlier may have registered a benchmark of its own (``my_benchmark``)."""
+    own = [b for b in benchmark_names() if b in BUILTIN_CLASSES or (benchmarks_dir() / b / "benchmark.toml").exists()]
+    return [b for b in own
             if describe_benchmark(b)["present"] != "not present" and not get_environment(b).requires_sandbox]
 
 
