@@ -374,6 +374,8 @@ class TestFindings:
     async def test_the_cited_tasks_show_their_questions_whole_not_cut_to_the_header(self, demo: Path) -> None:
         """The questions arrive after the rows (a worker reads them): the column widened to them. It stayed as wide
         as its header, showing "A train" for a whole question."""
+        from workbench.tui.screens.findings import FindingsScreen
+
         app = NelApp(demo)
         async with app.run_test(size=(120, 40)) as pilot:
             await settle(pilot)
@@ -381,6 +383,7 @@ class TestFindings:
             await pilot.press("f")
             await settle(pilot)
             screen = app.screen
+            assert isinstance(screen, FindingsScreen)
             row = next(i for i, rf in enumerate(screen.findings) if len(rf.finding.task_idx) >= 3)
             for _ in range(row):
                 await pilot.press("down")
