@@ -40,7 +40,7 @@ from workbench.gym.pairing import (
     benchmark_metric,
     known_benchmark,
 )
-from workbench.model.failures import classify_answer
+from workbench.model.failures import classify_answer, classify_error_text
 from workbench.store.ingest import IMPORT_MEMORY_LIMIT, ingest
 from workbench.store.layout import segments_root
 from workbench.store.reader import Store
@@ -264,16 +264,7 @@ def _tokens(response: Mapping[str, Any]) -> dict[str, int | None]:
 
 def _failure_category(failure_class: str, error: str) -> str:
     """A Gym failure class as the store's category: every failed rollout gave no scored answer."""
-    text = f"{failure_class} {error}".lower()
-    if "timeout" in text or "timed out" in text:
-        return "timeout"
-    if "context" in text and ("length" in text or "window" in text):
-        return "context_window"
-    if ("rate" in text and "limit" in text) or "429" in text:
-        return "rate_limit"
-    if "judge" in text:
-        return "judge_error"
-    return "server_error"
+    return classify_error_text(f"{failure_class} {error}", also=(("judge", "judge_error"),))
 
 
 def _task_metadata(row: Mapping[str, Any]) -> dict[str, Any]:

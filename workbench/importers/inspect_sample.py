@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from workbench.gym.importer import content_text, scrub
-from workbench.model.failures import classify_answer
+from workbench.model.failures import classify_answer, classify_error_text
 
 LIMIT_CATEGORIES = {
     "context": "context_window", "time": "timeout", "working": "timeout", "message": "max_turns_exhausted",
@@ -170,17 +170,8 @@ def _usage(sample: Mapping[str, Any]) -> dict[str, int | None]:
 
 
 def error_category(message: str) -> str:
-    """A sample error's failure category, from its message."""
-    text = message.lower()
-    if "timeout" in text or "timed out" in text:
-        return "timeout"
-    if "context" in text and ("length" in text or "window" in text):
-        return "context_window"
-    if ("rate" in text and "limit" in text) or "429" in text:
-        return "rate_limit"
-    if "scor" in text:
-        return "scorer_error"
-    return "server_error"
+    """A sample error's failure category, from its message (a scorer's error is the scorer's)."""
+    return classify_error_text(message, also=(("scor", "scorer_error"),))
 
 
 def _ms(seconds: Any) -> float | None:

@@ -67,3 +67,19 @@ def classify_answer(text: str, reward: float, extracted: str | None) -> FailureC
     if extracted is None:
         return "refusal" if _REFUSAL.search(text) else "format_error"
     return None
+
+
+def classify_error_text(text: str, *, also: tuple[tuple[str, FailureCategory], ...] = ()) -> FailureCategory:
+    """An imported harness's error message as a category (no HTTP status to go on): a timeout, a context window, a
+    rate limit, then the harness's own ``also`` (a word in the text, its category), else a server error."""
+    text = text.lower()
+    if "timeout" in text or "timed out" in text:
+        return "timeout"
+    if "context" in text and ("length" in text or "window" in text):
+        return "context_window"
+    if ("rate" in text and "limit" in text) or "429" in text:
+        return "rate_limit"
+    for needle, category in also:
+        if needle in text:
+            return category
+    return "server_error"

@@ -72,23 +72,17 @@ class CacheInterceptor:
         cannot be reached can still be answered from them (0 when the cache is off)."""
         if not self.enabled:
             return 0
-        file = self._file
-        if file is None:
-            file = self._file = cache_file(self.path)
-        triple = (model_id, endpoint, protocol)
-        scope = self._scopes.get(triple)
-        if scope is None:
-            scope = self._scopes[triple] = scope_of(*triple)
-        return file.load(scope)
+        file, scope = self._scope(model_id, endpoint, protocol)
+        return file.load(scope)  # the count of the one read, made here or at the first request
 
     def counts(self) -> CacheCounts:
         return CacheCounts(self.hits, self.misses, str(self.path), self.enabled)
 
-    def _scope(self, call: ModelCall) -> tuple[CacheFile, str]:
+    def _scope(self, model_id: str, endpoint: str, protocol: str) -> tuple[CacheFile, str]:
         file = self._file
         if file is None:
             file = self._file = cache_file(self.path)
-        triple = (call.model_id, call.endpoint, call.protocol)
+        triple = (model_id, endpoint, protocol)
         scope = self._scopes.get(triple)
         if scope is None:
             scope = self._scopes[triple] = scope_of(*triple)
@@ -99,7 +93,7 @@ class CacheInterceptor:
         if not self.enabled:
             return None
         started = time.perf_counter()
-        file, scope = self._scope(call)
+        file, scope = self._scope(call.model_id, call.endpoint, call.protocol)
         key = cache_key(scope, call.body, call.attempt)
         state = call.state(self)
         state["key"] = key
@@ -118,7 +112,7 @@ class CacheInterceptor:
         response.cache = "miss"
         if response.failure is not None or response.http_status != 200:
             return
-        file, scope = self._scope(call)
+        file, scope = self._scope(call.model_id, call.endpoint, call.protocol)
         key = call.state(self).pop("key", None) or cache_key(scope, call.body, call.attempt)
         entry = _scrubbed({k: getattr(response, k) for k in _REPLAYED})
         if file.put(scope, key, entry):
