@@ -167,3 +167,24 @@ def test_no_secret_of_a_server_reaches_the_store_or_the_terminal(tmp_path: Path)
     for path in (tmp_path / "out").rglob("*"):
         if path.is_file():
             assert secret.encode() not in path.read_bytes(), path
+
+
+def test_a_started_servers_cache_answers_the_next_run_whatever_port_it_gets(tmp_path: Path) -> None:
+    """The port is picked afresh each run: the cache keys on what the server serves, so a re-run is a full hit
+    (it missed every time before: the key held the port)."""
+    service = {"type": "command", "model": "mock", "command": MOCK, "interceptors": [{"name": "cache"}]}
+    config = write_config(tmp_path, {"m": service}, max_problems=6, repeats=2)
+    summaries = []
+    for _ in range(2):
+        done = nel("eval", "run", str(config), "--no-progress", cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        (path,) = (tmp_path / "out").glob("runs/*/summary.json")
+        summaries.append(json.loads(path.read_text()))
+        path.rename(path.with_name("summary.seen.json"))
+    assert [(s["cache"]["hits"], s["cache"]["misses"]) for s in summaries] == [(0, 12), (12, 0)]
+    other = dict(service, command=[*MOCK, "--model-name", "other"])  # another server: another answer source
+    done = nel("eval", "run", str(write_config(tmp_path, {"m": other}, max_problems=6, repeats=2)), "--no-progress",
+               cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    (path,) = (tmp_path / "out").glob("runs/*/summary.json")
+    assert json.loads(path.read_text())["cache"]["hits"] == 0

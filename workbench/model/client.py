@@ -159,6 +159,7 @@ class ModelClient:
         self.config = config
         self._endpoint = config.endpoint
         self._shown_endpoint = redact_url(self._endpoint)
+        self._answer_source = config.answer_source
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if config.api_key:
             headers["Authorization"] = f"Bearer {config.api_key}"
@@ -228,7 +229,7 @@ class ModelClient:
         if chain is None:
             return await self._send(request.body, attempt)
         call = ModelCall(self._shown_endpoint, self.config.protocol, self.config.model_id, attempt, request.body,
-                         current_attempt())
+                         current_attempt(), self._answer_source)
         return await chain.run(call, lambda body: self._send(body, attempt))
 
     async def _send(self, body: bytes, attempt: int) -> ModelResponse:

@@ -8,6 +8,7 @@ out of everything that is stored.
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -92,6 +93,16 @@ class ModelConfig:
     @property
     def endpoint(self) -> str:
         return resolve_endpoint(self.url, self.protocol)
+
+    @property
+    def answer_source(self) -> str:
+        """Where answers come from, as a later run of the same model sees it: the endpoint (credentials removed),
+        or for a server nel started, its endpoint with the port written ``PORT`` and what it serves (the port is
+        picked afresh each run, so it cannot tell two runs' servers apart). The request cache keys on this."""
+        if self.served is None:
+            return redact_url(self.endpoint)
+        served = json.dumps(dict(self.served), sort_keys=True, separators=(",", ":"), default=str)
+        return f"{_portless(self.endpoint)}#{served}"
 
     def identity(self) -> dict[str, Any]:
         """Everything about the model side that changes answers (no secrets)."""

@@ -113,4 +113,4 @@ def cached_answers(model: ModelConfig) -> int:
     cache = model.interceptors.find(CacheInterceptor)
     if cache is None:
         return 0
-    return int(cache.stored_answers(model.model_id, redact_url(model.endpoint), model.protocol))
+    return int(cache.stored_answers(model.model_id, model.answer_source, model.protocol))

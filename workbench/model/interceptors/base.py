@@ -82,6 +82,9 @@ class ModelCall:
     attempt: int
     body: bytes
     scope: AttemptScope
+    source: str = ""
+    """Where answers come from across runs (``ModelConfig.answer_source``): the endpoint, or for a server nel
+    started its port-free endpoint and what it serves; empty means ``endpoint``."""
 
     def json(self) -> dict[str, Any]:
         value: dict[str, Any] = orjson.loads(self.body)

@@ -68,8 +68,8 @@ class CacheInterceptor:
         self._scopes: dict[tuple[str, str, str], str] = {}
 
     def stored_answers(self, model_id: str, endpoint: str, protocol: str) -> int:
-        """Answers the cache holds for this model, endpoint (credentials removed) and protocol: a run whose model
-        cannot be reached can still be answered from them (0 when the cache is off)."""
+        """Answers the cache holds for this model, answer source (``ModelConfig.answer_source``) and protocol: a
+        run whose model cannot be reached can still be answered from them (0 when the cache is off)."""
         if not self.enabled:
             return 0
         file, scope = self._scope(model_id, endpoint, protocol)
@@ -93,7 +93,7 @@ class CacheInterceptor:
         if not self.enabled:
             return None
         started = time.perf_counter()
-        file, scope = self._scope(call.model_id, call.endpoint, call.protocol)
+        file, scope = self._scope(call.model_id, call.source or call.endpoint, call.protocol)
         key = cache_key(scope, call.body, call.attempt)
         state = call.state(self)
         state["key"] = key
@@ -112,7 +112,7 @@ class CacheInterceptor:
         response.cache = "miss"
         if response.failure is not None or response.http_status != 200:
             return
-        file, scope = self._scope(call.model_id, call.endpoint, call.protocol)
+        file, scope = self._scope(call.model_id, call.source or call.endpoint, call.protocol)
         key = call.state(self).pop("key", None) or cache_key(scope, call.body, call.attempt)
         entry = _scrubbed({k: getattr(response, k) for k in _REPLAYED})
         if file.put(scope, key, entry):

@@ -1,10 +1,11 @@
 """The cache's key: everything that decides a model's answer, and nothing else.
 
 In: the model id, the endpoint URL (normalised: scheme and host lower-cased, the default port and a trailing slash
-dropped, credentials removed), the protocol, the full request body as sent (messages or prompt, every sampling
-parameter, ``extra_body``, tools; nel serialises it with sorted keys, so equal requests are equal bytes) and the
-attempt number (sent as ``X-Nel-Attempt``: a server may draw attempt r's sample from it, as the mock does). Out:
-headers and the API key (a new key gets the same answers), the run id, the time. Hashed with SHA-256.
+dropped, credentials removed; for a server nel started, its port-free URL and what it serves), the protocol, the
+full request body as sent (messages or prompt, every sampling parameter, ``extra_body``, tools; nel serialises it
+with sorted keys, so equal requests are equal bytes) and the attempt number (sent as ``X-Nel-Attempt``: a server may
+draw attempt r's sample from it, as the mock does). Out: headers and the API key (a new key gets the same answers),
+the run id, the time. Hashed with SHA-256.
 """
 
 from __future__ import annotations
@@ -29,9 +30,13 @@ def normalise_url(url: str) -> str:
     return urlunsplit((scheme, netloc, parts.path.rstrip("/") or "/", parts.query, ""))
 
 
-def scope_of(model_id: str, url: str, protocol: str) -> str:
-    """What one run's entries share (loaded together in one query): model, endpoint, protocol."""
-    return hashlib.sha256(b"\0".join((VERSION, model_id.encode(), normalise_url(url).encode(),
+def scope_of(model_id: str, source: str, protocol: str) -> str:
+    """What one run's entries share (loaded together in one query): model, answer source, protocol. The source is
+    an endpoint URL, or ``ModelConfig.answer_source`` of a server nel started (``http://host:PORT/...#{served}``,
+    canonical already: its port changes every run, what it serves does not)."""
+    endpoint, mark, served = source.partition("#")
+    canonical = f"{endpoint}#{served}" if mark and ":PORT/" in endpoint else normalise_url(source)
+    return hashlib.sha256(b"\0".join((VERSION, model_id.encode(), canonical.encode(),
                                       protocol.encode()))).hexdigest()
 
 
