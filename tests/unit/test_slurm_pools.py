@@ -82,9 +82,9 @@ def test_the_older_list_of_partitions_is_one_pool_named_default(tmp_path: Path) 
      "no pool named 'gpus' in cluster.node_pools (compute)"),
     ("{type: vllm, model: m, tensor_parallel_size: 8, node_pool: compute}", ONE_POOL,
      "suite.yaml:2: services.model.tensor_parallel_size",
-     "8 does not fit cluster.node_pools.compute, which has 4 GPU(s) (gres gpu:4 x 1 node(s))"),
+     "8 does not fit cluster.node_pools.compute, which has 4 GPU(s) on each node (gres gpu:4)"),
     ("{type: vllm, model: m, tensor_parallel_size: 3, node_pool: gpu}", TWO_POOLS,
-     "suite.yaml:2: services.model.tensor_parallel_size", "3 does not fit cluster.node_pools.gpu, which has 8 GPU(s)"),
+     "suite.yaml:2: services.model.tensor_parallel_size", "3 does not fit cluster.node_pools.gpu, which has 4 GPU(s)"),
     ("{type: vllm, model: m, tensor_parallel_size: 2, node_pool: cpu}", TWO_POOLS,
      "suite.yaml:2: services.model.tensor_parallel_size", "which has no GPUs (gres)"),
     ("{type: vllm, model: m}", "gpu: {partition: gpu, gres: 'gpu 4'}\n", "cluster.node_pools.gpu.gres",
@@ -100,10 +100,17 @@ def test_a_pool_or_placement_that_cannot_work_is_one_line_naming_both(tmp_path: 
     assert where in error and message in error, error
 
 
-def test_tensor_parallelism_over_all_the_pools_gpus_is_accepted(tmp_path: Path) -> None:
-    spec = spec_of(tmp_path, suite("{type: vllm, model: m, tensor_parallel_size: 8, node_pool: gpu}", TWO_POOLS,
+def test_tensor_parallelism_over_one_nodes_gpus_is_accepted(tmp_path: Path) -> None:
+    spec = spec_of(tmp_path, suite("{type: vllm, model: m, tensor_parallel_size: 4, node_pool: gpu}", TWO_POOLS,
                                    shards=1))
     assert spec.cluster is not None and spec.cluster.node_pools["gpu"].gpus == 8
+
+
+def test_tensor_parallelism_spanning_nodes_is_refused_as_a_server_runs_on_one_node(tmp_path: Path) -> None:
+    """2 nodes x 4 GPUs hold 8, but the server is started on one node (srun --nodes=1): TP 8 could never start."""
+    error = error_of(tmp_path, suite("{type: vllm, model: m, tensor_parallel_size: 8, node_pool: gpu}", TWO_POOLS,
+                                     shards=1))
+    assert "services.model.tensor_parallel_size" in error and "4 GPU(s) on each node (gres gpu:a100:4)" in error, error
 
 
 # ---- a server on the evaluation's pool ---------------------------------------------------------------------
@@ -140,7 +147,7 @@ def test_the_merge_job_asks_only_for_the_evaluations_partition(tmp_path: Path) -
 
 # ---- a server on another pool ------------------------------------------------------------------------------
 def test_a_server_on_another_pool_makes_one_heterogeneous_job_with_a_component_per_pool(tmp_path: Path) -> None:
-    spec = spec_of(tmp_path, suite("{type: vllm, model: m, tensor_parallel_size: 8, node_pool: gpu}", TWO_POOLS,
+    spec = spec_of(tmp_path, suite("{type: vllm, model: m, tensor_parallel_size: 4, node_pool: gpu}", TWO_POOLS,
                                    shards=1))
     text = script_of(spec)
     lines = directives(text)
@@ -152,7 +159,7 @@ def test_a_server_on_another_pool_makes_one_heterogeneous_job_with_a_component_p
     assert "--array" not in text and "SLURM_ARRAY_TASK_ID=0" in text  # SLURM has no heterogeneous arrays: one shard
     assert 'nel_0_host=$(scontrol show hostnames "$SLURM_JOB_NODELIST_HET_GROUP_1" | head -n 1)' in text
     assert "nel_0_bind=0.0.0.0" in text
-    assert "# services.model on node pool gpu: vllm serve m --host HOST --port PORT --tensor-parallel-size 8" in text
+    assert "# services.model on node pool gpu: vllm serve m --host HOST --port PORT --tensor-parallel-size 4" in text
     assert "setsid srun --het-group=1 --nodes=1 --ntasks=1 --kill-on-bad-exit=1 /opt/venv/bin/python -m " \
            "workbench.services.launch" in text
 

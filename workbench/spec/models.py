@@ -731,8 +731,13 @@ class NodePool(Strict):
     @property
     def gpus(self) -> int:
         """GPUs of the whole pool: ``gres: gpu:N`` (or ``gpu:TYPE:N``) on each of its ``nodes``; 0 without."""
+        return self.gpus_per_node * self.nodes
+
+    @property
+    def gpus_per_node(self) -> int:
+        """GPUs of one node (``gres: gpu:N``): what a server placed on the pool has, as it runs on one node."""
         m = _GRES_GPUS.search(self.gres or "")
-        return int(m.group(1)) * self.nodes if m else 0
+        return int(m.group(1)) if m else 0
 
 
 def _pools(value: Any) -> Any:
@@ -904,11 +909,14 @@ class RunSpec(Strict):
             raise SpecProblem(f"services.{name}.node_pool", f"no pool named {pool_name!r} in cluster.node_pools "
                                                             f"({known})")
         pool, tp = pools[pool_name], service.tensor_parallel_size
-        if tp is not None and (pool.gpus == 0 or pool.gpus % tp):
-            has = f"{pool.gpus} GPU(s) (gres {pool.gres} x {pool.nodes} node(s))" if pool.gpus else "no GPUs (gres)"
+        per_node = pool.gpus_per_node
+        if tp is not None and (per_node == 0 or per_node % tp):
+            # The server is started on one node of the pool (srun --nodes=1): its GPUs are that node's.
+            has = f"{per_node} GPU(s) on each node (gres {pool.gres})" if per_node else "no GPUs (gres)"
             raise SpecProblem(f"services.{name}.tensor_parallel_size",
-                              f"{tp} does not fit cluster.node_pools.{pool_name}, which has {has}; make "
-                              "tensor_parallel_size divide the pool's GPUs, or change the pool's gres or nodes")
+                              f"{tp} does not fit cluster.node_pools.{pool_name}, which has {has}; a server runs "
+                              "on one node, so make tensor_parallel_size divide one node's GPUs, or change the "
+                              "pool's gres")
 
     def _solver_service(self, bench: Benchmark, path: str) -> str:
         service = bench.solver.service

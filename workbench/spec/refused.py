@@ -23,6 +23,8 @@ REFUSED: dict[tuple[str, str], str] = {
                              "sandbox (sandbox: {type: docker, image: ...})",
     ("solver", "nat"): "nel does not run NeMo Agent Toolkit agents; serve the agent behind an OpenAI-compatible "
                        "endpoint (a type: api service) and use solver.type: simple",
+    ("solver", "nat_agent"): "nel does not run NeMo Agent Toolkit agents; serve the agent behind an "
+                             "OpenAI-compatible endpoint (a type: api service) and use solver.type: simple",
     ("solver", "agent"): "use solver.type: tool_calling, nel's agent loop",
     ("sandbox", "ecs_fargate"): "nel has no ECS Fargate sandbox; use type: docker (or local), and spread a large "
                                 "run over SLURM or Ray workers",
