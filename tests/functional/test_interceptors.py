@@ -243,3 +243,17 @@ def test_turn_counter_ends_a_tool_calling_attempt_before_the_solvers_own_limit(t
         assert served(mock) == before + 1 + 2  # the probes, and two model calls
     assert out.model.failure == "max_turns_exhausted" and "turn_counter allows 2" in out.model.error
     assert len(calls) == 2 and len(out.turns) == 3
+
+
+def test_a_sharded_re_run_prints_the_cache_counts_of_all_its_shards(mock: MockHandle, tmp_path: Path) -> None:
+    """Each shard worker has the cache to itself; the merged run's summary adds their hits and misses up (from the
+    marks its steps keep), so a cached sharded re-run says it asked the model nothing."""
+    config = write_config(tmp_path / "c.yaml", mock.base_url, "out", CACHE, problems=10)
+    first = nel("eval", "run", str(config), "--shards", "2", "--no-progress", cwd=tmp_path)
+    assert_ok(first)
+    assert "cache    0 hits, 20 misses (all shards)" in first.stdout, first.stdout
+    before = served(mock)
+    second = nel("eval", "run", str(config), "--shards", "2", "-O", "benchmarks.0.run_id=again", "--no-progress", cwd=tmp_path)
+    assert_ok(second)
+    assert served(mock) == before + 1
+    assert "cache    20 hits, 0 misses (all shards)" in second.stdout, second.stdout

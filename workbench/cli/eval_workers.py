@@ -85,9 +85,14 @@ def _wait_in_foreground(state: LaunchState, *, show_progress: bool) -> int:
         from workbench.cli.eval_run import read_summary
         from workbench.cli.render import render_summary
 
+        from workbench.store import open_store
+
         for run_id in state.run_ids:
             print(render_summary(read_summary(state.request.store, run_id), store=state.request.store,
                                  title=f"run {run_id} complete: {state.request.shards} shards, merged"))
+            marks = open_store(state.request.store, runs=[run_id]).on_snapshot(lambda s, r=run_id: s.cache_marks(r))
+            if marks is not None:  # each shard had the cache to itself: the steps' marks add them up
+                print(f"  cache    {marks[0]} hits, {marks[1]} misses (all shards)")
         return 0
     if state.status in ("stopped", "failed", "lost"):
         print(f"  resume   nel eval resume {name} --store {state.request.store}")

@@ -305,6 +305,16 @@ class Store:
         return self.query(query, params, lambda cur: [dict(zip([d[0] for d in cur.description], row, strict=True))
                                                       for row in cur.fetchall()])
 
+    def cache_marks(self, run_id: str) -> tuple[int, int] | None:
+        """Steps a ``cache`` interceptor answered (hits) and sent on (misses), from the marks each step keeps in
+        its ``scoring_details``: the counts of a sharded run, whose shards each had their own cache (None: no step
+        went through a cache)."""
+        rows = self.rows(
+            "SELECT count(*) FILTER (WHERE mark = 'hit'), count(*) FILTER (WHERE mark = 'miss') FROM "
+            "(SELECT json_extract_string(scoring_details, '$.cache') AS mark FROM steps WHERE run_id = ?)", [run_id])
+        hits, misses = (int(v or 0) for v in rows[0]) if rows else (0, 0)
+        return (hits, misses) if hits or misses else None
+
     def run_outcomes(self, run_id: str, shard_idx: int | None = None) -> RunOutcomes:
         """What a run's summary is computed from, aggregated in SQL: per-task attempt and pass
         counts (in task order), every step's latency, failure counts and token totals."""
