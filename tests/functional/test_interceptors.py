@@ -253,7 +253,8 @@ def test_a_sharded_re_run_prints_the_cache_counts_of_all_its_shards(mock: MockHa
     assert_ok(first)
     assert "cache    0 hits, 20 misses (all shards)" in first.stdout, first.stdout
     before = served(mock)
-    second = nel("eval", "run", str(config), "--shards", "2", "-O", "benchmarks.0.run_id=again", "--no-progress", cwd=tmp_path)
+    second = nel("eval", "run", str(config), "--shards", "2", "-O", "benchmarks.0.run_id=again", "--no-progress",
+                 cwd=tmp_path)
     assert_ok(second)
     assert served(mock) == before + 1
     assert "cache    20 hits, 0 misses (all shards)" in second.stdout, second.stdout

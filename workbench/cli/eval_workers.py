@@ -84,7 +84,6 @@ def _wait_in_foreground(state: LaunchState, *, show_progress: bool) -> int:
     if state.status == "complete":
         from workbench.cli.eval_run import read_summary
         from workbench.cli.render import render_summary
-
         from workbench.store import open_store
 
         for run_id in state.run_ids:
