@@ -9,9 +9,10 @@ BIN    := $(VENV)/bin
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV) || (apt-get update -q && apt-get install -y -q python3-venv && $(PYTHON) -m venv $(VENV))
 
-$(VENV)/.installed: pyproject.toml | $(BIN)/activate
+# tests/constraints.txt pins the tools the suite tests against (inspect_ai, lm-eval, MLflow, W&B, harlequin).
+$(VENV)/.installed: pyproject.toml tests/constraints.txt | $(BIN)/activate
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[all,test]' 'duckdb>=2,<3'  # every extra (ray too); DuckDB 1.x: see test-duckdb1
+	$(BIN)/python -m pip install -q -c tests/constraints.txt -e '.[all,test]' 'duckdb>=2,<3'  # every extra (ray too); DuckDB 1.x: see test-duckdb1
 	touch $@
 
 install: $(VENV)/.installed
