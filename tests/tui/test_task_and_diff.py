@@ -148,6 +148,52 @@ class TestDiff:
             assert "fewer than two attempts" in text_of(app, "#message")
 
 
+class TestDiffScoringHeader:
+    """The scoring difference above a diff is shown whole at 80×24: long lines wrap, a tall one scrolls."""
+
+    @staticmethod
+    async def _diff_of_task_3(pilot: Pilot[None], error: str | None = None) -> DiffScreen:
+        """Task 3's default pair (scored differently in five ways); ``error`` given to its failing attempt."""
+        from dataclasses import replace
+
+        from workbench.analysis.triage import default_pair, task_detail
+
+        await settle(pilot)
+        detail = task_detail(pilot.app.open_store(), RUN_A, 3)  # type: ignore[attr-defined]
+        assert detail is not None
+        pair = default_pair(detail.attempts)
+        assert pair is not None
+        left, right = pair[0], replace(pair[1], error=error) if error else pair[1]
+        screen = DiffScreen(RUN_A, 3, left=left, right=right)
+        await open_screen(pilot, screen)
+        return screen
+
+    async def test_a_five_line_scoring_difference_and_a_long_error_are_shown_whole(self, demo: Path) -> None:
+        error = ("HTTP 400: the request was rejected because the prompt and the requested completion together exceed "
+                 "the context window of the model by 1,024 tokens; shorten the prompt or lower max_tokens")
+        app = NelApp(demo)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await self._diff_of_task_3(pilot, error)
+            lines = [line.strip().removeprefix("scoring: ") for line in text_of(app, "#scoring").splitlines()]
+            assert len(lines) == 6 and lines[3].startswith("error: —")
+            shown = " ".join(screen_text(app).split())  # wrapped lines joined back
+            for line in lines:
+                assert " ".join(line.split()) in shown, line
+
+    async def test_a_scoring_difference_taller_than_the_screen_scrolls(self, demo: Path) -> None:
+        error = " ".join(f"word{i}" for i in range(400)) + " THE-END"
+        app = NelApp(demo)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await self._diff_of_task_3(pilot, error)
+            assert "THE-END" not in screen_text(app)
+            box = app.screen.query_one("#scoring-box")
+            assert box.size.height <= 12 and app.screen.query_one(DiffView).size.height >= 5  # room for the diff
+            box.focus()
+            await pilot.press("end")
+            await pilot.pause()
+            assert "THE-END" in screen_text(app)
+
+
 class TestDiffView:
     """The diff widget on its own: aligned columns, stops at each change."""
 

@@ -4,7 +4,7 @@ By default a passing and a failing attempt of the same task (the sharpest contra
 task offers); or two given attempts; or an attempt and the same task (by content hash) in another run.
 The conversations are aligned on turns (the prompt against the prompt, turn i against turn i), so scaffolding
 both repeat lines up and only what changed stands out. The scoring difference is spelled out above the texts,
-one difference per line.
+one difference per line, every line shown (long ones wrap; a difference taller than half the screen scrolls).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import ClassVar
 
 from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Static
 
@@ -58,9 +59,6 @@ class DiffScreen(NelScreen):
     AUTO_FOCUS = "#diff"
     title_text = "trajectory diff"
     BINDINGS: ClassVar[list[BindingType]] = [Binding("s", "swap", "Swap sides", tooltip="Swap the two sides")]
-    DEFAULT_CSS = """
-    DiffScreen #scoring { max-height: 8; overflow-y: auto; }
-    """
 
     def __init__(self, run_id: str, task_idx: int, *, left: Attempt | None = None, right: Attempt | None = None,
                  other_run: str | None = None) -> None:
@@ -74,7 +72,9 @@ class DiffScreen(NelScreen):
 
     def compose_body(self) -> Iterable[Widget]:
         yield Static("diffing…", id="sides", classes="summary", markup=False)
-        yield Static("", id="scoring", markup=False)
+        # one difference per line, wrapped under the label; the box scrolls when taller than half the screen
+        yield VerticalScroll(Horizontal(Static("scoring:", id="scoring-label"), Static("", id="scoring", markup=False),
+                                        id="scoring-row"), id="scoring-box")
         yield DiffView(id="diff")
 
     def on_mount(self) -> None:
@@ -106,7 +106,7 @@ class DiffScreen(NelScreen):
                  if diff.first_divergence is not None else "the two conversations are identical")
         self.query_one("#sides", Static).update(
             f"A {side(a)}  vs  B {side(b)} · {len(diff.changed_rows)} changed region(s)\n{where}")
-        self.query_one("#scoring", Static).update("scoring: " + "\n         ".join(message.scoring))
+        self.query_one("#scoring", Static).update("\n".join(message.scoring))
         self.query_one(DiffView).show(diff)
 
     def failed(self, group: str, text: str) -> None:
