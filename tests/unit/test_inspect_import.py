@@ -31,14 +31,15 @@ def _sample(sid: Any, epoch: int, scores: dict[str, Any], **extra: Any) -> dict[
 
 
 def write_eval(path: Path, samples: list[Any], *, version: int = 2, status: str = "success",
-               damaged: str | None = None) -> Path:
+               damaged: str | None = None, spec: dict[str, Any] | None = None,
+               plan: dict[str, Any] | None = None) -> Path:
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
         for n, sample in enumerate(samples):
             zf.writestr(f"samples/{n}.json", orjson.dumps(sample))
         if damaged:
             zf.writestr(f"samples/{damaged}.json", b"{not json")
-        zf.writestr("header.json", orjson.dumps({"version": version, "status": status, "eval": SPEC,
-                                                 "plan": {"steps": []}, "results": None}))
+        zf.writestr("header.json", orjson.dumps({"version": version, "status": status, "eval": spec or SPEC,
+                                                 "plan": plan or {"steps": []}, "results": None}))
     return path
 
 
@@ -199,3 +200,105 @@ def test_a_question_two_samples_share_goes_to_the_first_in_id_order_not_the_firs
     rows = open_store(tmp_path / "s.duckdb").dicts("SELECT task_idx, task_id FROM steps ORDER BY task_idx")
     assert rows[0]["task_id"] == env.seed(5).task_id and rows[1]["task_id"].startswith("inspect-")
     assert dict(result.unpaired_reasons) == {"its question is also that of sample 'a' (nel's task is that sample's)": 1}
+
+
+class TestEvalSetDirectories:
+    """``inspect eval-set`` writes ``eval-set.json`` (and ``logs.json``) beside its logs."""
+
+    def test_files_that_are_not_inspect_logs_are_skipped_and_named(self, tmp_path):
+        write_eval(tmp_path / "a.eval", [_sample(1, 1, {"m": {"value": "C"}})])
+        (tmp_path / "eval-set.json").write_bytes(orjson.dumps({"eval_set_id": "x", "tasks": [{"name": "arith"}]}))
+        (tmp_path / "logs.json").write_bytes(orjson.dumps({"a.eval": {"version": 2}}))
+        (tmp_path / "sub").mkdir()
+        (tmp_path / "sub" / "notes.json").write_bytes(b"[1, 2]")
+        [result] = import_inspect(tmp_path / "s.duckdb", tmp_path, use_reader=False)
+        assert result.n_steps == 1
+        assert [line.split(":")[0] for line in result.not_logs] == ["eval-set.json", "logs.json", "sub/notes.json"]
+        assert "not an inspect_ai log" in result.not_logs[0]
+
+    def test_a_directory_with_no_log_at_all_is_one_error_naming_what_it_holds(self, tmp_path):
+        (tmp_path / "eval-set.json").write_bytes(orjson.dumps({"eval_set_id": "x"}))
+        says = r"no inspect_ai logs here \(1 .eval/.json file that is not one: eval-set.json\)"
+        with pytest.raises(UsageError, match=says):
+            import_inspect(tmp_path / "s.duckdb", tmp_path)
+
+    def test_a_newer_log_in_a_directory_is_still_refused_not_skipped(self, tmp_path):
+        write_eval(tmp_path / "a.eval", [_sample(1, 1, {"m": {"value": "C"}})], version=3)
+        with pytest.raises(UsageError, match="format version 3"):
+            import_inspect(tmp_path / "s.duckdb", tmp_path)
+
+
+def write_json_log(path: Path, samples: list[Any]) -> Path:
+    path.write_bytes(orjson.dumps({"version": 2, "status": "success", "eval": SPEC, "plan": {"steps": []},
+                                   "results": None, "samples": samples}))
+    return path
+
+
+def test_a_json_log_with_a_sample_without_id_imports_alike_through_either_reader(tmp_path):
+    """inspect_ai's reader refuses a sample without an id (its EvalSample requires one): the file format reads it,
+    as it does on the zip path, and the sample is imported unpaired, never dropped."""
+    no_id = {k: v for k, v in _sample(7, 1, {"m": {"value": "C"}}).items() if k != "id"}
+    no_id_no_input = {**no_id, "input": ""}
+    log = write_json_log(tmp_path / "a.json", [_sample(1, 1, {"m": {"value": "I"}}), no_id, no_id_no_input])
+    [a] = import_inspect(tmp_path / "a.duckdb", log, use_reader=True)
+    [b] = import_inspect(tmp_path / "b.duckdb", log, use_reader=False)
+    assert (a.n_tasks, a.n_steps, a.n_unpaired_tasks, a.n_skipped) == (3, 3, 3, 0) and a.run_id == b.run_id
+    assert dict(a.unpaired_reasons)["the sample has neither id nor input"] == 1
+
+    def rows(store: Path) -> list[dict[str, Any]]:
+        return open_store(store).dicts("SELECT * EXCLUDE (started_at) FROM steps ORDER BY task_idx, repeat")
+    assert rows(tmp_path / "a.duckdb") == rows(tmp_path / "b.duckdb")
+
+
+def _journalled_eval(path: Path, samples: list[Any]) -> tuple[Path, list[int]]:
+    """An .eval written as inspect writes one: ``_journal/start.json`` first, the samples as they finish, the
+    header last; returns it and where each sample entry ends."""
+    ends = []
+    start = {"version": 2, "eval": SPEC, "plan": {"steps": []}}
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("_journal/start.json", orjson.dumps(start))
+        for n, sample in enumerate(samples):
+            zf.writestr(f"samples/{n}_epoch_1.json", orjson.dumps(sample))
+            zf.fp.flush()  # type: ignore[union-attr]
+            ends.append(zf.fp.tell())  # type: ignore[union-attr]
+        zf.writestr("header.json", orjson.dumps({**start, "status": "success", "results": None}))
+    return path, ends
+
+
+@pytest.mark.parametrize("use_reader", [True, False])
+def test_a_truncated_eval_log_imports_its_complete_samples_and_names_what_was_lost(tmp_path, use_reader):
+    log, ends = _journalled_eval(tmp_path / "a.eval", [_sample(i, 1, {"m": {"value": "C"}}) for i in range(4)])
+    data = log.read_bytes()
+    log.write_bytes(data[: ends[2] - 20])  # the third sample's entry cut short, the fourth and the header lost
+    [result] = import_inspect(tmp_path / "s.duckdb", log, use_reader=use_reader)
+    assert (result.n_tasks, result.n_steps) == (2, 2)
+    assert result.n_skipped == 1 and result.skipped[0].startswith("a.eval:samples/2_epoch_1.json: cut short")
+    [run] = open_store(tmp_path / "s.duckdb").dicts("SELECT status, config->>'damage' AS damage FROM runs")
+    assert run["status"] == "incomplete" and "truncated" in run["damage"]
+
+
+def test_a_truncated_eval_log_without_a_header_says_it_is_truncated_not_that_it_is_not_a_zip(tmp_path):
+    log, _ = _journalled_eval(tmp_path / "a.eval", [_sample(1, 1, {"m": {"value": "C"}})])
+    log.write_bytes(log.read_bytes()[:20])
+    with pytest.raises(UsageError, match=r"a.eval: a truncated or damaged inspect_ai .eval log \("):
+        import_inspect(tmp_path / "s.duckdb", log)
+
+
+def test_the_generate_config_is_the_runs_identity_in_nels_names_and_the_exporters_read_it(tmp_path):
+    from workbench.export.artifacts import build_eval_bundle
+    from workbench.export.run_facts import run_params
+    from workbench.store.reader import Store
+
+    log = write_eval(tmp_path / "a.eval", [_sample(1, 1, {"m": {"value": "C"}})],
+                     spec={**SPEC, "model_generate_config": {"temperature": 0.5, "max_connections": 8}},
+                     plan={"steps": [], "config": {"max_tokens": 300, "seed": 7, "stop_seqs": ["###"], "top_k": 40,
+                                                   "max_retries": 3}})
+    [result] = import_inspect(tmp_path / "s.duckdb", log, use_reader=False)
+    [run] = open_store(tmp_path / "s.duckdb").dicts("SELECT identity FROM runs")
+    identity = orjson.loads(run["identity"]) if isinstance(run["identity"], str) else run["identity"]
+    assert {k: identity.get(k) for k in ("temperature", "max_tokens", "seed", "stop")} == \
+        {"temperature": 0.5, "max_tokens": 300, "seed": 7, "stop": ["###"]}
+    assert identity["generate_other"] == {"top_k": 40}, "operational settings (connections, retries) are not identity"
+    params = run_params(build_eval_bundle(Store(tmp_path / "s.duckdb"), result.run_id))
+    assert (params["temperature"], params["max_tokens"], params["seed"]) == ("0.5", "300", "7")
+    assert import_inspect(tmp_path / "s.duckdb", log, use_reader=False)[0].already_imported

@@ -11,6 +11,12 @@ inspect_ai). A ``.json`` log is one JSON document with the same fields and a ``s
 
 Both readers yield each sample as the plain JSON object inspect wrote (the reader's ``EvalSample`` dumped in JSON
 mode), so the import maps one shape; a sample the reader cannot read is yielded as the reason, named by its entry.
+What inspect's reader refuses (a sample without an ``id``, which its ``EvalSample`` requires) the file format reads,
+in ``.eval`` and ``.json`` logs alike, so both paths import the same samples.
+
+An ``.eval`` cut short (a copy interrupted, a disk that filled while inspect wrote) has lost the zip's central
+directory: its entries are found by walking their local headers from the start, and the samples whose entries are
+whole are imported; the entry the log ends inside is named, and the run is marked incomplete.
 """
 
 from __future__ import annotations
@@ -34,8 +40,21 @@ SUPPORTED_VERSION = 2
 USE_READER_ENV = "NEL_INSPECT_READER"
 """``0``: read logs from the file format even when inspect_ai is installed (tests compare the two paths)."""
 LOG_SUFFIXES = (".eval", ".json")
+_SHOWN_OTHERS = 5
 _ZSTD = 93
+_SIGNATURE = b"PK\x03\x04"
+_HEADERS = ("header.json", "_journal/start.json")
 _LOCAL_HEADER = struct.Struct("<4s5H3L2H")
+
+
+class NotALog(UsageError):
+    """The file is not an inspect_ai log (or one too damaged to read anything from): a directory import skips it
+    and names it; a file named on its own is refused with this one line."""
+
+    def __init__(self, path: Path, why: str) -> None:
+        super().__init__(f"{path}: {why}")
+        self.path = path
+        self.why = why
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,26 +81,54 @@ def use_inspect_reader(choice: bool | None = None) -> bool:
 
 
 def find_logs(path: Path) -> list[Path]:
-    """``path`` itself, or every ``.eval``/``.json`` log under the directory ``path`` (recursively), sorted.
+    """``path`` itself, or every ``.eval``/``.json`` file under the directory ``path`` (recursively), sorted: the
+    candidates; ``open_logs`` tells the logs among them from other JSON (``eval-set.json``, ``logs.json``).
 
     Raises:
-        UsageError: no such file or directory, or a directory without logs.
+        UsageError: no such file or directory, or a directory without ``.eval``/``.json`` files.
     """
     if path.is_file():
         return [path]
     if not path.is_dir():
         raise UsageError(f"{path}: no such file or directory")
     found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in LOG_SUFFIXES
-                   and not p.name.startswith(".") and p.name != "logs.json")
+                   and not p.name.startswith("."))
     if not found:
         raise UsageError(f"{path}: no inspect_ai logs here (no .eval or .json files in it or below it)")
     return found
 
 
+def open_logs(path: Path, *, use_reader: bool | None = None) -> tuple[list[LogFile], tuple[str, ...]]:
+    """The logs at ``path`` (a log, or a directory searched recursively), and the directory's files that are not
+    inspect logs (``relative/path: why``): inspect's ``eval-set.json`` and ``logs.json`` sit beside its logs.
+
+    Raises:
+        UsageError: ``path`` is a file that is not an inspect log, a directory holding no log, or a log of a newer
+            format version (in a directory too: it is a log this release cannot read, not some other file).
+    """
+    candidates = find_logs(path)
+    if path.is_file():
+        return [LogFile(path, use_reader=use_reader)], ()
+    logs: list[LogFile] = []
+    others: list[str] = []
+    for candidate in candidates:
+        try:
+            logs.append(LogFile(candidate, use_reader=use_reader))
+        except NotALog as exc:
+            others.append(f"{candidate.relative_to(path).as_posix()}: {exc.why}")
+    if not logs:
+        names = ", ".join(o.split(": ", 1)[0] for o in others[:_SHOWN_OTHERS])
+        more = f" and {len(others) - _SHOWN_OTHERS} more" if len(others) > _SHOWN_OTHERS else ""
+        raise UsageError(f"{path}: no inspect_ai logs here ({len(others)} .eval/.json file"
+                         f"{'s' if len(others) > 1 else ''} that {'are' if len(others) > 1 else 'is'} not one: "
+                         f"{names}{more})")
+    return logs, tuple(others)
+
+
 def _check_header(path: Path, header: Any) -> dict[str, Any]:
     if not isinstance(header, dict) or not isinstance(header.get("eval"), dict) \
             or not isinstance(header.get("version"), int):
-        raise UsageError(f"{path}: not an inspect_ai log (no 'version' and 'eval' in its header)")
+        raise NotALog(path, "not an inspect_ai log (no 'version' and 'eval' in its header)")
     if header["version"] > SUPPORTED_VERSION:
         raise UsageError(f"{path}: inspect_ai log format version {header['version']}; supported: versions 1 to "
                          f"{SUPPORTED_VERSION} (inspect_ai up to 0.3.285)")
@@ -95,18 +142,27 @@ class LogFile:
         self.path = path
         self.use_reader = use_inspect_reader(use_reader)
         self.is_zip = zipfile.is_zipfile(path)
-        if path.suffix == ".eval" and not self.is_zip:
-            raise UsageError(f"{path}: not an inspect_ai .eval log (not a zip archive)")
+        self.damage: str | None = None
+        """Why the log is incomplete as a file (a truncated ``.eval``), or ``None``."""
+        self._recovered: _Recovered | None = None
+        if not self.is_zip and _starts_like_zip(path):
+            self._recovered = _walk_local_headers(path)
+            self.is_zip, self.use_reader = True, False  # inspect's reader needs the directory that is gone
+            self.damage = self._recovered.damage
+        elif path.suffix == ".eval" and not self.is_zip:
+            raise NotALog(path, "not an inspect_ai .eval log (not a zip archive)")
         self.header = _check_header(path, self._read_header())
 
     # ---- the header --------------------------------------------------------------------------------
     def _read_header(self) -> Any:
+        if self._recovered is not None:
+            return self._recovered_header(self._recovered)
         if self.is_zip:
             return self._zip_header()
         try:
             doc = orjson.loads(self.path.read_bytes())
         except orjson.JSONDecodeError:
-            raise UsageError(f"{self.path}: not an inspect_ai log (neither a zip archive nor JSON)") from None
+            raise NotALog(self.path, "not an inspect_ai log (neither a zip archive nor JSON)") from None
         if isinstance(doc, dict):
             self._doc = doc
             return {k: v for k, v in doc.items() if k != "samples"}
@@ -118,41 +174,62 @@ class LogFile:
                 names = set(zf.namelist())
                 name = "header.json" if "header.json" in names else "_journal/start.json"
                 if name not in names:
-                    raise UsageError(f"{self.path}: not an inspect_ai log (a zip without header.json or "
-                                     "_journal/start.json)")
+                    raise NotALog(self.path, "not an inspect_ai log (a zip without header.json or "
+                                  "_journal/start.json)")
                 info = zf.getinfo(name)
                 assert zf.fp is not None
                 _, data = _read_entry(zf.fp, info.header_offset, info.compress_size, info.file_size,
                                       info.compress_type, info.CRC)
                 return orjson.loads(data)
         except (zipfile.BadZipFile, orjson.JSONDecodeError, OSError, EOFError, zlib.error) as exc:
-            raise UsageError(f"{self.path}: not a readable inspect_ai log (its header: {exc})") from None
+            raise NotALog(self.path, f"not a readable inspect_ai log (its header: {exc})") from None
+
+    def _recovered_header(self, recovered: _Recovered) -> Any:
+        name = next((n for n in _HEADERS if n in recovered.headers), None)
+        if name is None:
+            raise NotALog(self.path, f"a truncated or damaged inspect_ai .eval log ({recovered.damage}; neither "
+                          "header.json nor _journal/start.json survives, so nothing says what the log is)")
+        try:
+            with open(self.path, "rb") as fp:
+                _, data = _read_entry(fp, *recovered.headers[name])
+            return orjson.loads(data)
+        except (zipfile.BadZipFile, orjson.JSONDecodeError, OSError, EOFError, ValueError, zlib.error) as exc:
+            raise NotALog(self.path, f"a truncated or damaged inspect_ai .eval log ({recovered.damage}; "
+                          f"its {name}: {exc})") from None
 
     # ---- the samples -------------------------------------------------------------------------------
-    def samples(self) -> Iterator[dict[str, Any] | Skipped]:
-        """Every sample × epoch, in the log's order, as inspect wrote it; a damaged one as ``Skipped``."""
+    def samples(self) -> Iterator[tuple[int, dict[str, Any]] | Skipped]:
+        """Every sample × epoch, in the log's order, as inspect wrote it, with its place in the file (the entry's
+        index among the archive's samples, or in the ``samples`` array: the same through either reader for what
+        only the file format reads); a damaged one as ``Skipped``."""
         if self.use_reader:
             yield from self._reader_samples()
         elif self.is_zip:
             yield from self._zip_samples(set())
         else:
-            yield from self._json_samples()
+            yield from self._json_samples(set())
 
-    def _json_samples(self) -> Iterator[dict[str, Any] | Skipped]:
+    def _json_samples(self, done: set[tuple[Any, Any]]) -> Iterator[tuple[int, dict[str, Any]] | Skipped]:
         doc = getattr(self, "_doc", None)
         if doc is None:
             doc = orjson.loads(self.path.read_bytes())
         for n, sample in enumerate(doc.get("samples") or []):
-            yield sample if isinstance(sample, dict) else Skipped(f"{self.path.name} samples[{n}]", "not an object")
+            if not isinstance(sample, dict):
+                yield Skipped(f"{self.path.name} samples[{n}]", "not an object")
+            elif (sample.get("id"), sample.get("epoch")) not in done:
+                yield n, sample
 
-    def _zip_samples(self, done: set[tuple[Any, Any]]) -> Iterator[dict[str, Any] | Skipped]:
-        try:
-            entries = _sample_entries(self.path)
-        except (zipfile.BadZipFile, OSError) as exc:
-            yield Skipped(self.path.name, f"unreadable zip ({exc})")
-            return
+    def _zip_samples(self, done: set[tuple[Any, Any]]) -> Iterator[tuple[int, dict[str, Any]] | Skipped]:
+        if self._recovered is not None:
+            entries, lost = self._recovered.samples, self._recovered.lost
+        else:
+            try:
+                entries, lost = _sample_entries(self.path), []
+            except (zipfile.BadZipFile, OSError) as exc:
+                yield Skipped(self.path.name, f"unreadable zip ({exc})")
+                return
         with open(self.path, "rb") as fp:
-            for entry in zip(*entries, strict=True):
+            for n, entry in enumerate(zip(*entries, strict=True)):
                 name, data = "?", b""
                 try:
                     name, data = _read_entry(fp, *entry)
@@ -163,22 +240,79 @@ class LogFile:
                 if not isinstance(sample, dict):
                     yield Skipped(f"{self.path.name}:{name}", "not a JSON object")
                 elif (sample.get("id"), sample.get("epoch")) not in done:
-                    yield sample
+                    yield n, sample
+        for where, why in lost:
+            yield Skipped(f"{self.path.name}:{where}", why)
 
-    def _reader_samples(self) -> Iterator[dict[str, Any] | Skipped]:
-        """inspect_ai's ``read_eval_log_samples``; where it stops at a damaged entry, the file format goes on
-        (skipping what the reader gave), so one bad sample costs that sample only."""
+    def _reader_samples(self) -> Iterator[tuple[int, dict[str, Any]] | Skipped]:
+        """inspect_ai's ``read_eval_log_samples``; where it stops (a damaged entry, a sample its types refuse:
+        one without an ``id``), the file format goes on, skipping what the reader gave, so one bad sample costs
+        that sample only and the rest imports as it does without inspect_ai."""
         from inspect_ai.log import read_eval_log_samples
 
         done: set[tuple[Any, Any]] = set()
         try:
-            for sample in read_eval_log_samples(str(self.path), all_samples_required=False):
+            for n, sample in enumerate(read_eval_log_samples(str(self.path), all_samples_required=False)):
                 done.add((sample.id, sample.epoch))
-                yield sample.model_dump(mode="json", exclude_none=True)
+                yield n, sample.model_dump(mode="json", exclude_none=True)
         except Exception:
-            if not self.is_zip:
-                raise UsageError(f"{self.path}: inspect_ai could not read this log's samples") from None
-            yield from self._zip_samples(done)
+            yield from (self._zip_samples(done) if self.is_zip else self._json_samples(done))
+
+
+@dataclass(frozen=True, slots=True)
+class _Recovered:
+    """What a walk over a truncated archive's local headers found: its sample entries (as ``_sample_entries``),
+    where its header entries are, what was lost and a line saying so."""
+
+    samples: tuple[array[int], ...]
+    headers: dict[str, tuple[int, int, int, int, int]]
+    lost: list[tuple[str, str]]
+    damage: str
+
+
+def _starts_like_zip(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        return fh.read(len(_SIGNATURE)) == _SIGNATURE
+
+
+def _walk_local_headers(path: Path) -> _Recovered:
+    """The entries of a zip whose end (its central directory) is gone, found at their local headers, one after
+    another from the start, up to the first that is not whole. inspect writes each entry's sizes in its local
+    header (it writes to a seekable file); an entry whose sizes follow its data cannot be walked past."""
+    size = path.stat().st_size
+    columns: tuple[array[int], ...] = tuple(array("q") for _ in range(5))
+    headers: dict[str, tuple[int, int, int, int, int]] = {}
+    lost: list[tuple[str, str]] = []
+    pos = last_end = 0
+    with open(path, "rb") as fp:
+        while pos + _LOCAL_HEADER.size <= size:
+            fp.seek(pos)
+            sig, _, flags, method, _, _, crc, compressed, length, n_name, n_extra = \
+                _LOCAL_HEADER.unpack(fp.read(_LOCAL_HEADER.size))
+            if sig != _SIGNATURE:
+                break  # the central directory, or whatever follows the last entry
+            name = fp.read(n_name).decode("utf-8", "replace")
+            end = pos + _LOCAL_HEADER.size + n_name + n_extra + compressed
+            if flags & 0x08 or compressed == 0xFFFFFFFF:
+                lost.append((name, "its sizes are not in its local header: this entry and those after it cannot "
+                                   "be found without the archive's directory"))
+                break
+            if end > size:
+                lost.append((name, f"cut short (the log ends {end - size:,} bytes before this entry does)"))
+                break
+            entry = (pos, compressed, length, method, crc)
+            if name in _HEADERS:
+                headers[name] = entry
+            elif name.startswith("samples/") and name.endswith(".json"):
+                for column, value in zip(columns, entry, strict=True):
+                    column.append(value)
+            pos = last_end = end
+        else:
+            if pos < size:
+                lost.append((f"byte {pos:,}", "an entry cut short inside its local header"))
+    damage = (f"truncated: the file ends at byte {size:,} without the zip's central directory; "
+              f"{len(columns[0])} whole sample entries read up to byte {last_end:,}")
+    return _Recovered(columns, headers, lost, damage)
 
 
 def _sample_entries(path: Path) -> tuple[array[int], ...]:

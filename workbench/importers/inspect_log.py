@@ -30,7 +30,7 @@ from workbench.engine.identity import identity_hash
 from workbench.environments.question_index import QuestionIndex, normalise
 from workbench.gym.importer import already_imported, id_slug, scrub, stored_run
 from workbench.gym.pairing import benchmark_metric, known_benchmark
-from workbench.importers.inspect_files import LogFile, Skipped, find_logs
+from workbench.importers.inspect_files import LogFile, Skipped, open_logs
 from workbench.importers.inspect_sample import input_text, step_row, target_text
 from workbench.store.ingest import IMPORT_MEMORY_LIMIT, ingest
 from workbench.store.writer import ShardWriter
@@ -55,7 +55,8 @@ class InspectImportResult:
     benchmark: str
     model_id: str | None
     status: str
-    """inspect's status of the log: ``success``, ``error``, ``cancelled``, ``started``."""
+    """inspect's status of the log: ``success``, ``error``, ``cancelled``, ``started``; ``truncated`` for an
+    ``.eval`` cut short (``damage`` says where)."""
     metric: str
     scorer: str | None
     reported: float | None
@@ -70,6 +71,11 @@ class InspectImportResult:
     n_skipped: int
     n_duplicates: int
     already_imported: bool
+    damage: str | None = None
+    """Why the log file is incomplete (a truncated ``.eval``: its whole samples are imported), else ``None``."""
+    not_logs: tuple[str, ...] = ()
+    """The directory's files that are not inspect logs (``eval-set.json``, ``logs.json``), skipped, each
+    ``relative/path: why``: on the first log's result of a directory import."""
 
 
 @dataclass(slots=True)
@@ -131,10 +137,11 @@ def _task_row(sample: Mapping[str, Any], task_id: str, benchmark: str) -> dict[s
 def _scan(log: LogFile, benchmark: str) -> _Scan:
     scan = _Scan()
     index = QuestionIndex(benchmark)
-    for position, sample in enumerate(log.samples()):
-        if isinstance(sample, Skipped):
-            scan.skip(sample)
+    for item in log.samples():
+        if isinstance(item, Skipped):
+            scan.skip(item)
             continue
+        position, sample = item
         key = _key(sample, position)
         idx = scan.keys.get(key)
         if idx is None:
@@ -232,6 +239,38 @@ def _url(value: Any) -> Any:
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
+_GENERATE = {"temperature": "temperature", "top_p": "top_p", "max_tokens": "max_tokens", "seed": "seed",
+             "stop_seqs": "stop", "frequency_penalty": "frequency_penalty", "presence_penalty": "presence_penalty",
+             "system_message": "system_prompt"}
+"""inspect's ``GenerateConfig`` fields → nel's sampling parameters (what a native run's identity names them, and
+what the exporters read back from an identity)."""
+_NOT_IDENTITY = frozenset({"max_retries", "timeout", "attempt_timeout", "max_connections", "max_tool_output",
+                           "cache_prompt", "batch", "cache", "extra_headers", "max_subprocesses", "max_sandboxes"})
+"""``GenerateConfig`` fields that change how inspect called the model, not what it answered."""
+
+
+def _generate_config(header: Mapping[str, Any]) -> dict[str, Any]:
+    """The eval's generate config: the plan's, with the model's own settings over it (as inspect applies them)."""
+    plan, spec = _obj(header.get("plan")), _obj(header.get("eval"))
+    return {**_obj(plan.get("config")), **_obj(spec.get("model_generate_config"))}
+
+
+def generate_identity(config: Mapping[str, Any]) -> dict[str, Any]:
+    """What of inspect's generate config changes answers, for the run's identity: the sampling parameters nel
+    names (``stop_seqs`` as ``stop``, ``system_message`` as ``system_prompt``) and the others under
+    ``generate_other``; unset fields and transport settings (connections, retries, timeouts) left out."""
+    out: dict[str, Any] = {}
+    other: dict[str, Any] = {}
+    for key, value in sorted(scrub(dict(config)).items()):
+        if value is None or key in _NOT_IDENTITY:
+            continue
+        if key in _GENERATE:
+            out[_GENERATE[key]] = [value] if key == "stop_seqs" and isinstance(value, str) else value
+        else:
+            other[key] = value
+    return {**out, **({"generate_other": other} if other else {})}
+
+
 def _config(log: LogFile, scan: _Scan, metric: str, reported: float | None) -> dict[str, Any]:
     spec = _obj(log.header.get("eval"))
     plan = _obj(log.header.get("plan"))
@@ -243,7 +282,7 @@ def _config(log: LogFile, scan: _Scan, metric: str, reported: float | None) -> d
         "task": spec.get("task"), "task_version": spec.get("task_version"), "task_args": scrub(spec.get("task_args")),
         "model": spec.get("model"), "model_base_url": _url(spec.get("model_base_url")),
         "model_args": scrub(spec.get("model_args")),
-        "generate_config": scrub({**_obj(plan.get("config")), **_obj(spec.get("model_generate_config"))}),
+        "generate_config": scrub(_generate_config(log.header)), "damage": log.damage,
         "dataset": {k: _obj(spec.get("dataset")).get(k) for k in ("name", "location", "samples", "shuffled")},
         "eval_config": scrub(spec.get("config")), "solver": [s.get("solver") for s in plan.get("steps") or []
                                                              if isinstance(s, dict)],
@@ -264,17 +303,20 @@ def import_inspect(store: Path, path: Path, *, run_id: str | None = None, benchm
     ``use_reader``: inspect_ai's reader (``True``), the file format (``False``), or as installed (``None``;
     ``$NEL_INSPECT_READER`` decides).
 
+    A directory's files that are not inspect logs (an eval set's ``eval-set.json``, ``logs.json``) are skipped
+    and named in the first result's ``not_logs``.
+
     Raises:
-        UsageError: not an inspect_ai log, a newer format version than supported, or a ``run_id`` already used
-            by other content.
+        UsageError: a file that is not an inspect_ai log, a directory without any, a newer format version than
+            supported, or a ``run_id`` already used by other content.
     """
-    logs = [LogFile(p, use_reader=use_reader) for p in find_logs(path)]
+    logs, not_logs = open_logs(path, use_reader=use_reader)
     results = []
     for log in logs:
         name = run_id if run_id and len(logs) == 1 else (
             f"{run_id}-{id_slug(log.path.stem, 'log')}" if run_id else None)
         results.append(_import_log(store, log, name, benchmark))
-    return results
+    return [replace(results[0], not_logs=not_logs), *results[1:]]
 
 
 def _import_log(store: Path, log: LogFile, run_id: str | None, benchmark: str | None) -> InspectImportResult:
@@ -286,15 +328,16 @@ def _import_log(store: Path, log: LogFile, run_id: str | None, benchmark: str | 
     scorer, reported = _reported(log.header)
     metric = benchmark_metric(bench) or scan.scorer or scorer or "score"
     identity = {"source": "inspect_ai", "task": task, "benchmark": bench, "model_id": model,
-                "content_sha256": _file_hash(log.path)}
+                **generate_identity(_generate_config(log.header)), "content_sha256": _file_hash(log.path)}
     ident_hash = identity_hash(identity)
     run_id = run_id or f"inspect-{id_slug(task.rsplit('/', 1)[-1], 'task')}-{ident_hash[:12]}"
     result = InspectImportResult(
         run_id=run_id, log=log.path, task=task, benchmark=bench, model_id=model,
-        status=str(log.header.get("status")), metric=metric, scorer=scan.scorer or scorer, reported=reported,
+        status="truncated" if log.damage else str(log.header.get("status")), metric=metric,
+        scorer=scan.scorer or scorer, reported=reported,
         n_tasks=len(scan.tasks), n_repeats=scan.n_repeats, n_steps=0, n_unpaired_tasks=sum(scan.unpaired.values()),
         unpaired_reasons=tuple(scan.unpaired.items()), skipped=tuple(scan.skipped), n_skipped=scan.n_skipped,
-        n_duplicates=scan.n_duplicates, already_imported=False)
+        n_duplicates=scan.n_duplicates, already_imported=False, damage=log.damage)
     if already_imported(store, run_id, identity) or (stored_run(store, run_id) or {}).get("status") == "incomplete":
         return replace(result, already_imported=True)
     if not scan.tasks:
@@ -315,9 +358,11 @@ def _write(store: Path, log: LogFile, scan: _Scan, header: dict[str, Any], metri
     header = {**header, "total_shards": n_shards}
     run_id = header["run_id"]
     status = str(log.header.get("status"))
-    final = RunStatus.COMPLETE if status == "success" else RunStatus.INTERRUPTED
+    final = RunStatus.COMPLETE if status == "success" and not log.damage else RunStatus.INTERRUPTED
     why = None if status == "success" else f"inspect_ai log status {status}: " + str(
         _obj(log.header.get("error")).get("message") or "the eval did not finish")
+    if log.damage:
+        why = f"the inspect_ai log is {log.damage}" + (f"; {why}" if why else "")
     left = [0] * n_shards
     for idx, bits in scan.epochs.items():
         left[idx // _SHARD_TASKS] += bin(bits).count("1")
@@ -334,9 +379,10 @@ def _write(store: Path, log: LogFile, scan: _Scan, header: dict[str, Any], metri
         return writer
 
     try:
-        for position, sample in enumerate(log.samples()):
-            if isinstance(sample, Skipped):
+        for item in log.samples():
+            if isinstance(item, Skipped):
                 continue
+            position, sample = item
             found = scan.keys.get(_key(sample, position))
             epoch = _epoch(sample)
             if found is None or written.get(found, 0) >> epoch & 1 or not scan.has(found, epoch):
