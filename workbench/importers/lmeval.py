@@ -10,7 +10,9 @@ the document's scores: the mean over steps is lm-eval's own accuracy.
 The samples file is read twice, line by line (bounded memory): a first pass hashes the content (the run id and
 identity, so a re-import writes nothing) and learns each document's scores under every filter (a few bytes per
 document: ``_Scan``); the second derives each document's task id and writes its steps, ingesting shard by shard under
-``IMPORT_MEMORY_LIMIT``. A damaged line is skipped and named (``file:line``); the rest imports.
+``IMPORT_MEMORY_LIMIT``. A damaged line is skipped and named (``file:line``); the rest imports. A line without
+``doc_id`` (or without ``doc``) is still a sample lm-eval scored: it is imported, unpaired, numbered after the
+task's own documents, so the pass rate stays lm-eval's accuracy.
 
 Task ids are nel's own where the document is a problem of a benchmark nel knows (``TaskIndex``), else
 ``lmeval-`` and a hash of the document: see ``docs/lm-eval-import.md``.
@@ -59,23 +61,25 @@ class TaskIndex:
     (``workbench.environments.question_index``): the document's own question field (the benchmark's
     ``input_field``: gsm8k's ``question``) equal to a problem's question, normalised, else the problem's question
     found inside the prompt lm-eval sent; the target field settles questions the benchmark holds twice.
-    ``failure`` is the first reason a document did not pair."""
+    ``failure`` is the first reason a document did not pair, ``reason`` the last document's."""
 
     def __init__(self, benchmark: str | None) -> None:
         self._index = QuestionIndex(benchmark)
         self.failure: str | None = None
+        self.reason: str | None = None
 
     def task_id(self, doc: Mapping[str, Any], arguments: Any = None) -> str | None:
         """The id of the problem ``doc`` is; ``arguments`` (the request lm-eval sent) is searched for the question
         only when the document has no field of that name."""
         index = self._index
         if not index.ready():
-            self.failure = index.failure
+            self.failure = self.reason = index.failure
             return None
         question = doc.get(index.question_field) if index.question_field else None
         expected = doc.get(index.target_field) if index.target_field else None
         prompt = _prompt(_messages(arguments)) if not isinstance(question, str) and arguments is not None else None
         match = index.find(prompt, question=question, expected=expected)
+        self.reason = match.reason
         if match.task_id is None and self.failure is None:
             self.failure = match.reason
         return match.task_id
@@ -107,6 +111,8 @@ class LmEvalImportResult:
     """``file:line: why`` of each damaged line (the first few), with ``n_skipped`` counting all."""
     n_skipped: int
     already_imported: bool
+    unpaired_reasons: tuple[tuple[str, int], ...] = ()
+    """Why documents are unpaired, with how many each reason covers (``unpaired_reason`` says it in one line)."""
 
 
 def _lines(path: Path, digest: Any = None) -> Iterator[tuple[int, dict[str, Any] | str]]:
@@ -124,14 +130,31 @@ def _lines(path: Path, digest: Any = None) -> Iterator[tuple[int, dict[str, Any]
                 continue
             if not isinstance(row, dict):
                 yield line_no, "not a JSON object"
-            elif isinstance(row.get("doc_id"), bool) or not isinstance(row.get("doc_id"), int):
-                yield line_no, "no doc_id"
-            elif not 0 <= row["doc_id"] < MAX_DOC_ID:
-                yield line_no, f"doc_id {row['doc_id']} out of range (0 to {MAX_DOC_ID - 1:,})"
-            elif not isinstance(row.get("resps"), list) or not isinstance(row.get("doc"), dict):
-                yield line_no, "no doc or resps: not a sample lm-eval's --log_samples writes"
+            elif not isinstance(row.get("resps"), list):
+                yield line_no, "no resps: not a sample lm-eval's --log_samples writes"
+            elif (doc_id := _doc_id(row)) is not None and not 0 <= doc_id < MAX_DOC_ID:
+                yield line_no, f"doc_id {doc_id} out of range (0 to {MAX_DOC_ID - 1:,})"
             else:
                 yield line_no, row
+
+
+def _doc_id(row: Mapping[str, Any]) -> int | None:
+    """lm-eval's number of the line's document; ``None`` when the line has none."""
+    doc_id = row.get("doc_id")
+    return doc_id if isinstance(doc_id, int) and not isinstance(doc_id, bool) else None
+
+
+NO_ID = "no doc_id: numbered after lm-eval's own documents"
+NO_DOC = "no doc: its id is a hash of its prompt and target"
+
+
+def _content_id(row: Mapping[str, Any]) -> str:
+    """The id of a line's document by its content: the whole document, else (no ``doc``) what was asked and the
+    target. It joins a document's lines under every filter when they carry no ``doc_id``."""
+    doc = row.get("doc")
+    if isinstance(doc, dict):
+        return doc_hash_id(doc)
+    return doc_hash_id({"arguments": row.get("arguments"), "target": row.get("target")})
 
 
 def _score(value: Any) -> float | None:
@@ -169,6 +192,14 @@ class _Scan:
     n_repeats: int = 1
     skipped: list[str] = field(default_factory=list)
     n_skipped: int = 0
+    last_id: int = -1
+    """The largest ``doc_id`` of any line: documents without one are numbered after it."""
+    extra: dict[str, int] = field(default_factory=dict)
+    """The content id of each document without a ``doc_id`` -> its number after ``last_id`` (from 1)."""
+    extra_docs: dict[int, bool] = field(default_factory=dict)
+    """Those numbers read under the primary filter -> whether the line had no ``doc``."""
+    extra_scores: dict[str, dict[int, float]] = field(default_factory=dict)
+    reasons: dict[str, int] = field(default_factory=dict)
 
     def skip(self, where: str) -> None:
         self.n_skipped += 1
@@ -205,6 +236,26 @@ class _Scan:
     def doc_range(self) -> tuple[int, int]:
         return self.seen.find(1), self.seen.rfind(1) + 1
 
+    def extra_id(self, row: Mapping[str, Any]) -> int | None:
+        """The ``task_idx`` of a document without ``doc_id`` (``None``: past ``MAX_DOC_ID``), once the scan ended."""
+        number = self.extra.get(_content_id(row))
+        idx = None if number is None else self.last_id + number
+        return idx if idx is not None and idx < MAX_DOC_ID else None
+
+    def place_extras(self, samples: Path) -> None:
+        """Number the documents without ``doc_id`` after lm-eval's own, now that the largest is known."""
+        for number, no_doc in self.extra_docs.items():
+            idx = self.last_id + number
+            if idx >= MAX_DOC_ID:
+                self.skip(f"{samples.name}: a document without doc_id past {MAX_DOC_ID - 1:,} documents")
+                continue
+            self.add_doc(idx, unpaired=True)
+            reason = NO_DOC if no_doc else NO_ID
+            self.reasons[reason] = self.reasons.get(reason, 0) + 1
+            for key, values in self.extra_scores.items():
+                if number in values:
+                    self.add_score(key, idx, values[number])
+
 
 def _scan(out: TaskOutput, samples: Path, primary_filter: str, index: TaskIndex) -> _Scan:
     scan = _Scan()
@@ -212,19 +263,40 @@ def _scan(out: TaskOutput, samples: Path, primary_filter: str, index: TaskIndex)
         if isinstance(row, str):
             scan.skip(f"{samples.name}:{line_no}: {row}")
             continue
-        doc_id, filt = row["doc_id"], str(row.get("filter", "none"))
-        for name in row.get("metrics") or []:
-            value = _score(row.get(name)) if isinstance(name, str) else None
-            if value is not None:
-                scan.add_score(f"{name},{filt}", doc_id, value)
+        doc_id, filt = _doc_id(row), str(row.get("filter", "none"))
+        scores = {f"{name},{filt}": value for name in row.get("metrics") or []
+                  if isinstance(name, str) and (value := _score(row.get(name))) is not None}
+        if doc_id is None:  # lm-eval numbers every document: a line without a number is kept, numbered later
+            number = scan.extra.setdefault(_content_id(row), len(scan.extra) + 1)
+            for key, value in scores.items():
+                scan.extra_scores.setdefault(key, {})[number] = value
+            if filt == primary_filter and number not in scan.extra_docs:
+                scan.extra_docs[number] = not isinstance(row.get("doc"), dict)
+                scan.n_repeats = max(scan.n_repeats, _repeats(row))
+            continue
+        scan.last_id = max(scan.last_id, doc_id)
+        for key, value in scores.items():
+            scan.add_score(key, doc_id, value)
         if filt == primary_filter and not scan.has(doc_id):
-            scan.add_doc(doc_id, unpaired=index.task_id(row["doc"], row.get("arguments")) is None)
-            first = row["resps"][0] if row["resps"] else []
-            scan.n_repeats = max(scan.n_repeats, len(first) if isinstance(first, list) else 1)
+            doc = row.get("doc")
+            task_id = index.task_id(doc, row.get("arguments")) if isinstance(doc, dict) else None
+            scan.add_doc(doc_id, unpaired=task_id is None)
+            if not isinstance(doc, dict):
+                scan.reasons[NO_DOC] = scan.reasons.get(NO_DOC, 0) + 1
+            elif task_id is None:
+                reason = index.reason or "not a problem of the benchmark"
+                scan.reasons[reason] = scan.reasons.get(reason, 0) + 1
+            scan.n_repeats = max(scan.n_repeats, _repeats(row))
+    scan.place_extras(samples)
     if not scan.n_tasks:
         raise UsageError(f"{samples}: no sample of filter {primary_filter!r} (the task's first): not the samples "
                          f"lm-eval's --log_samples writes for task {out.task!r}")
     return scan
+
+
+def _repeats(row: Mapping[str, Any]) -> int:
+    first = row["resps"][0] if row["resps"] else []
+    return len(first) if isinstance(first, list) else 1
 
 
 # ---- mapping a sample ------------------------------------------------------------------------------
@@ -265,13 +337,14 @@ def _dumps(value: Any) -> str | None:
 
 
 def _doc_metadata(row: Mapping[str, Any]) -> dict[str, Any]:
-    """The document's slicing fields (its short scalars: subject, level...) and lm-eval's ids of it.
+    """The document's slicing fields (its short scalars: subject, level...) and lm-eval's ids of it (``doc_id``
+    is ``None`` for a line that had none).
 
     Long text (the question, the worked answer) is already the task's prompt and expected answer: kept once.
     """
-    doc = {k: v for k, v in scrub(row["doc"]).items()
+    doc = {k: v for k, v in scrub(_obj(row.get("doc"))).items()
            if isinstance(v, bool | int | float) or (isinstance(v, str) and len(v) <= 200)}
-    return {"doc_id": row["doc_id"], **doc, "doc_hash": row.get("doc_hash")}
+    return {"doc_id": _doc_id(row), **doc, "doc_hash": row.get("doc_hash")}
 
 
 def _steps(row: Mapping[str, Any], run_id: str, task: dict[str, Any], scores: Mapping[str, float],
@@ -290,7 +363,7 @@ def _steps(row: Mapping[str, Any], run_id: str, task: dict[str, Any], scores: Ma
     details = {"method": "lm-eval", "metric": primary, "filter": row.get("filter")}
     for repeat, answer in enumerate(answers or [None]):
         yield {
-            "run_id": run_id, "task_idx": row["doc_id"], "repeat": repeat, "task_id": task["task_id"],
+            "run_id": run_id, "task_idx": task["task_idx"], "repeat": repeat, "task_id": task["task_id"],
             "shard_idx": 0, "started_at": started, "prompt": task["prompt"], "messages": _dumps(messages),
             "response": answer, "reasoning": None, "finish_reason": None, "tool_calls": None,
             "reward": reward, "passed": reward >= 1.0, "expected_answer": task["expected_answer"],
@@ -299,7 +372,7 @@ def _steps(row: Mapping[str, Any], run_id: str, task: dict[str, Any], scores: Ma
             "error": None, "http_status": None, "n_retries": 0,
             "prompt_tokens": None, "completion_tokens": None, "total_tokens": None, "reasoning_tokens": None,
             "latency_ms": None, "seed_ms": None, "model_ms": None, "verify_ms": None, "request_hash": None,
-            "request_seed": None, "response_id": None, "metadata": _dumps({"doc_id": row["doc_id"]}),
+            "request_seed": None, "response_id": None, "metadata": _dumps({"doc_id": _doc_id(row)}),
             "scores": _dumps(entries),
         }
 
@@ -310,6 +383,36 @@ def _model_args(value: Any) -> Any:
     if isinstance(value, str):
         return ",".join(p for p in value.split(",") if not _SECRET_ARG.search(p.split("=", 1)[0]))
     return scrub(value)
+
+
+_GENERATION = {"temperature": "temperature", "top_p": "top_p", "max_gen_toks": "max_tokens", "max_tokens": "max_tokens",
+               "until": "stop", "seed": "seed", "frequency_penalty": "frequency_penalty",
+               "presence_penalty": "presence_penalty"}
+"""lm-eval's ``generation_kwargs`` → nel's sampling parameters (what a native run's identity names them, and what
+the exporters read back from an identity)."""
+
+
+def generation_identity(kwargs: Any) -> dict[str, Any]:
+    """What of a task's ``generation_kwargs`` changes answers, for the run's identity: the sampling parameters nel
+    names (``max_gen_toks`` as ``max_tokens``, ``until`` as ``stop``), the others (``do_sample``, ``top_k``...)
+    under ``generate_other``."""
+    out: dict[str, Any] = {}
+    other: dict[str, Any] = {}
+    for key, value in sorted(scrub(_obj(kwargs)).items()):
+        if value is None:
+            continue
+        if key in _GENERATION:
+            out[_GENERATION[key]] = [value] if key == "until" and isinstance(value, str) else value
+        else:
+            other[key] = value
+    return {**out, **({"generate_other": other} if other else {})}
+
+
+def _reason_line(reasons: Mapping[str, int]) -> str:
+    """Why documents are unpaired, in one line: the reason, or each reason with its count."""
+    if len(reasons) == 1:
+        return next(iter(reasons))
+    return "; ".join(f"{n}: {why}" for why, n in reasons.items()) or "not problems of the benchmark"
 
 
 def _benchmark(out: TaskOutput, benchmark: str | None) -> str:
@@ -359,6 +462,7 @@ def _import_task(store: Path, out: TaskOutput, run_id: str | None, benchmark: st
     metric = benchmark_metric(bench) or primary_key
     model = out.results.get("model_name") or None
     identity = {"source": "lm_eval", "task": out.task, "benchmark": bench, "model_id": model,
+                **generation_identity(out.config.get("generation_kwargs")),
                 "content_sha256": scan.digest.hexdigest()}
     ident_hash = identity_hash(identity)
     run_id = run_id or f"lmeval-{id_slug(out.task, 'task')}-{ident_hash[:12]}"
@@ -367,8 +471,9 @@ def _import_task(store: Path, out: TaskOutput, run_id: str | None, benchmark: st
     result = LmEvalImportResult(
         run_id=run_id, task=out.task, benchmark=bench, model_id=model, metric=metric, lm_eval_metric=primary_key,
         reported=reported, n_tasks=scan.n_tasks, n_repeats=scan.n_repeats,
-        n_steps=0, n_unpaired_tasks=n_unpaired, unpaired_reason=index.failure if n_unpaired else None,
-        skipped=tuple(scan.skipped), n_skipped=scan.n_skipped, already_imported=False)
+        n_steps=0, n_unpaired_tasks=n_unpaired, unpaired_reason=_reason_line(scan.reasons) if n_unpaired else None,
+        skipped=tuple(scan.skipped), n_skipped=scan.n_skipped, already_imported=False,
+        unpaired_reasons=tuple(scan.reasons.items()))
     if already_imported(store, run_id, identity):
         return _replace(result, already_imported=True)
     n_steps = _write(store, out, samples, scan, index, identity, ident_hash, run_id, model, metric, primary_key)
@@ -422,7 +527,11 @@ def _write(store: Path, out: TaskOutput, samples: Path, scan: _Scan, index: Task
         for _, row in _lines(samples):
             if isinstance(row, str) or str(row.get("filter", "none")) != primary_filter:
                 continue
-            doc_id = row["doc_id"]
+            doc_id = _doc_id(row)
+            if doc_id is None:
+                doc_id = scan.extra_id(row)
+                if doc_id is None:  # past MAX_DOC_ID: named by the scan
+                    continue
             if not scan.has(doc_id):
                 raise UsageError(f"{samples}: changed while it was imported (document {doc_id} is new); "
                                  "import it again")
@@ -437,7 +546,10 @@ def _write(store: Path, out: TaskOutput, samples: Path, scan: _Scan, index: Task
                 writer.begin(header, {"shard_idx": idx, "total_shards": len(shards), "problem_start": start,
                                       "problem_end": start + _SHARD_DOCS})
             messages = _messages(row.get("arguments"))
-            task_id = index.task_id(row["doc"], row.get("arguments")) or doc_hash_id(row["doc"])
+            doc = row.get("doc")
+            paired = index.task_id(doc, row.get("arguments")) if isinstance(doc, dict) and _doc_id(row) is not None \
+                else None
+            task_id = paired or _content_id(row)
             task = {"run_id": run_id, "task_idx": doc_id, "task_id": task_id,
                     "benchmark": identity["benchmark"], "prompt": _prompt(messages),
                     "expected_answer": _text(row.get("target")), "metadata": _dumps(_doc_metadata(row))}

@@ -2,7 +2,7 @@
 
 ``lm_eval --output_path OUT --log_samples`` writes ``OUT/<model_name_sanitized>/results_<date>.json`` and, per
 task, ``samples_<task>_<date>.jsonl`` next to it (one line per document and filter). ``DIR`` may be ``OUT`` or
-the model directory.
+the model directory, or one ``results_<date>.json`` in it.
 """
 
 from __future__ import annotations
@@ -78,15 +78,32 @@ def _results_files(directory: Path) -> list[Path]:
     return sorted(p for sub in sorted(directory.iterdir()) if sub.is_dir() for p in sub.glob("results_*.json"))
 
 
+def _given_file(path: Path) -> list[Path]:
+    """A file named instead of a directory: a results file is taken (its samples files lie beside it); anything
+    else is refused, saying it is a file and what is expected."""
+    if path.name.startswith("samples_") and path.suffix == ".jsonl":
+        raise UsageError(f"{path}: a samples file: name the results_*.json next to it, or its directory (the "
+                         "results file holds the task's config and lm-eval's scores)")
+    if path.suffix != ".json":
+        raise UsageError(f"{path}: a file, not lm-evaluation-harness output (name the --output_path directory "
+                         "lm_eval wrote to, or a results_*.json in it)")
+    return [path]
+
+
 def find_outputs(directory: Path) -> list[TaskOutput]:
-    """Every task of every lm-eval run under ``directory`` (it or its model sub-directories), oldest first.
+    """Every task of every lm-eval run under ``directory`` (it or its model sub-directories), oldest first; or of
+    the one results file ``directory`` names.
 
     Raises:
-        UsageError: no such directory, no results file in it, or a results file lm-eval did not write.
+        UsageError: no such file or directory, a file that is not a results file, no results file in the
+            directory, or a results file lm-eval did not write.
     """
-    if not directory.is_dir():
+    if directory.is_file():
+        files = _given_file(directory)
+    elif not directory.is_dir():
         raise UsageError(f"{directory}: no such directory (name the --output_path lm_eval wrote to)")
-    files = _results_files(directory)
+    else:
+        files = _results_files(directory)
     if not files:
         raise UsageError(f"{directory}: not lm-evaluation-harness output (no results_*.json here or one "
                          "directory down; lm_eval --output_path DIR --log_samples writes them)")
