@@ -63,3 +63,34 @@ def test_score_shift_over_exported_directories_matches_the_store(store, tmp_path
     task = by_dir.shift.tasks[0]
     by_dir.select_task(task.task_id)
     assert "no attempt texts" not in by_dir.panel.value
+
+
+def test_score_shift_against_a_live_run_warns_that_its_numbers_will_move(store):
+    """A run still being written (status ``running``): the summary says so, in the notebook and in exported HTML."""
+    import dataclasses
+
+    a, b = load_run(BASELINE, store=store), load_run(CANDIDATE, store=store)
+    live = ScoreShift(a, dataclasses.replace(b, status="running"))
+    warning = f"the candidate {CANDIDATE} is still running ({b.attempts.height:,} attempts so far)"
+    assert warning in live.summary.value
+    assert warning in live._repr_mimebundle_()["text/html"]
+    assert "still running" not in ScoreShift(a, b, static=None).summary.value
+
+
+def test_the_diagnosis_report_of_a_live_run_warns_that_its_numbers_will_move(store):
+    """What ``nel diagnose`` (and the diagnose notebook) writes about a run still being written."""
+    import dataclasses
+
+    from workbench.analysis.diagnosis import diagnose
+    from workbench.analysis.diagnosis.report import diagnosis_json, render_markdown
+
+    a, b = load_run(BASELINE, store=store), load_run(CANDIDATE, store=store)
+    d = diagnose(a, dataclasses.replace(b, status="running"))
+    warning = f"the candidate {CANDIDATE} is still running ({b.attempts.height:,} attempts so far)"
+    assert [w for w in d.warnings if w.startswith(warning)]
+    head = render_markdown(d).split("## 1.")[0]  # above the first section: read before any number
+    assert warning in head
+    assert any(w.startswith(warning) for w in diagnosis_json(d)["warnings"])
+    alone = diagnose(dataclasses.replace(a, status="running"))
+    assert f"run {BASELINE} is still running" in render_markdown(alone)
+    assert not diagnose(a, b).warnings and "still running" not in render_markdown(diagnose(a, b))

@@ -283,6 +283,54 @@ class TestProblemsAreMessages:
             assert "run syn-0 has no metric 'numeric'" in headline
 
 
+@pytest.fixture
+def live_b(tmp_path: Path) -> Path:
+    """The demo store with run B still running (its status in the store: being written)."""
+    from tui_store import demo_store
+
+    from workbench.store.database import connect_rw
+
+    path = demo_store(tmp_path / "nel.duckdb")
+    con = connect_rw(path)
+    try:
+        con.execute("UPDATE runs SET status = 'running' WHERE run_id = ?", [RUN_B])
+    finally:
+        con.close()
+    return path
+
+
+class TestAgainstALiveRun:
+    """A run still being written: its numbers will move, and every view of the comparison says so."""
+
+    async def test_the_compare_headline_warns_that_the_candidate_is_still_running(self, live_b: Path) -> None:
+        app = NelApp(live_b)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await open_compare(pilot)
+            assert "the candidate demo-b is still running (16 attempts so far)" in text_of(app, "#headline")
+            shown = " ".join(screen_text(app).split())
+            assert "demo-b is still running (16 attempts so far): its numbers will move" in shown
+
+    async def test_the_findings_header_warns_that_the_candidate_is_still_running(self, live_b: Path) -> None:
+        from workbench.tui.screens.findings import FindingsScreen
+
+        app = NelApp(live_b)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await open_compare(pilot)
+            await pilot.press("f")
+            await settle(pilot)
+            assert isinstance(app.screen, FindingsScreen)
+            assert "the candidate demo-b is still running" in text_of(app, "#summary")
+            assert "demo-b is still running" in " ".join(screen_text(app).split())
+
+    async def test_finished_runs_carry_no_such_warning(self, demo: Path) -> None:
+        app = NelApp(demo)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await open_compare(pilot)
+            await pilot.press("f")
+            await settle(pilot)
+            assert "still running" not in screen_text(app)
+
+
 class TestHeadless:
     """The queries behind the screen, without a terminal."""
 

@@ -33,12 +33,16 @@ PICKER_MAX = 200
 CLICK_HINT = " <i>Click a waterfall bar or a scatter point to open its tasks.</i>"
 
 
-def _summary(shift: ShiftResult) -> str:
+def _summary(diagnosis: Diagnosis) -> str:
+    """The headline: Δ, both sides, the attempt flips; first, a warning per run still being written."""
+    shift = diagnosis.shift
+    assert shift is not None
+    warnings = "".join(f'<div style="color:#b42318"><b>⚠ {esc(w)}</b></div>' for w in diagnosis.warnings)
     a, b = shift.profile_a, shift.profile_b
     flips = shift.attempt_flips
     one_sided = (f"; {len(shift.only_a)} tasks only in A, {len(shift.only_b)} only in B (not paired)"
                  if shift.only_a or shift.only_b else "")
-    return (f"<b>Δ pass@1 = {shift.delta:+.4f}</b> over {shift.n_paired} paired tasks: "
+    return warnings + (f"<b>Δ pass@1 = {shift.delta:+.4f}</b> over {shift.n_paired} paired tasks: "
             f"A <code>{esc(a.run_id)}</code> {shift.pass_at_1_a:.4f} → B <code>{esc(b.run_id)}</code> "
             f"{shift.pass_at_1_b:.4f}{one_sided}. Attempt flips: {flips.pass_to_fail} pass→fail, "
             f"{flips.fail_to_pass} fail→pass of {flips.n_pairs} paired attempts.")
@@ -117,8 +121,9 @@ class ScoreShift(w.VBox):
         self.task_picker = w.Dropdown(description="task", layout=w.Layout(width="60%"))
         self.picker_note = w.HTML()
         self.panel = w.HTML("<i>Click a waterfall bar or a scatter point.</i>")
+        self.summary = w.HTML(_summary(diagnosis) + CLICK_HINT)
         super().__init__([
-            w.HTML(_summary(self.shift) + CLICK_HINT),
+            self.summary,
             chart_row([self.waterfall_view, self.scatter_view]),
             chart_row([self.slice_view, self.transition_view]),
             w.HBox([self.task_picker, self.picker_note]),
@@ -214,5 +219,5 @@ class ScoreShift(w.VBox):
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         return widget_bundle(super()._repr_mimebundle_(**kwargs), self.static_chart, self.static_format,
-                             self._images, before=[_summary(self.shift)],
+                             self._images, before=[_summary(self.diagnosis)],
                              after=[] if self.shift.slices else [charts.NO_SLICES])

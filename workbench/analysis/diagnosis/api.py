@@ -65,7 +65,7 @@ def diagnose(
     columns = tuple(dict.fromkeys(c for p in profiles for c in p.slice_columns))
     return Diagnosis(
         baseline=diags[0], candidate=diags[1] if len(diags) > 1 else None, shift=shift, findings=findings,
-        artifacts=tuple(_artifact(r) for r in runs),
+        artifacts=tuple(_artifact(r) for r in runs), warnings=live_warnings(baseline, candidate),
         settings={"metric": baseline.metric, "slices": list(columns), "top": top,
                   "slices_chosen": "given" if slices is not None else "default (few distinct values)",
                   "pairing": "task_id (content hash)",
@@ -74,6 +74,14 @@ def diagnose(
                   "evidence": [_evidence_name(e) for e in (evidence_baseline, evidence_candidate)[:len(runs)]],
                   "version": workbench.__version__},
     )
+
+
+def live_warnings(baseline: RunData, candidate: RunData | None = None) -> tuple[str, ...]:
+    """One sentence per run still being written (status ``running``): its numbers will move (as ``nel compare``
+    warns)."""
+    roles = [("run", baseline)] if candidate is None else [("the baseline", baseline), ("the candidate", candidate)]
+    return tuple(f"{role} {run.run_id} is still running ({run.attempts.height:,} attempts so far): its numbers "
+                 "will move; diagnose again when it ends" for role, run in roles if run.status == "running")
 
 
 def run_diagnosis(

@@ -62,6 +62,7 @@ def render_markdown(d: Diagnosis, *, command: str | None = None) -> str:
     title = " → ".join(r.profile.run_id for r in runs)
     out = [f"# Diagnosis: {md_escape(d.baseline.profile.benchmark)}, {md_escape(title)}", "",
            "_Every number below is computed from the runs; the recommendations are heuristic._", ""]
+    out += [line for w in d.warnings for line in (f"> **Warning:** {md_escape(w)}", "")]
     for n, (name, body) in enumerate(zip(SECTIONS, bodies, strict=True), start=1):
         out += [f"## {n}. {name}", "", *body, ""]
     return "\n".join(out).rstrip() + "\n"

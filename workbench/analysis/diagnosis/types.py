@@ -366,3 +366,5 @@ class Diagnosis:
     findings: tuple[Finding, ...]
     artifacts: tuple[Artifact, ...]
     settings: dict[str, object]  # what shaped the numbers (metric, slice columns, drivers shown, seed, version)
+    warnings: tuple[str, ...] = ()
+    """What makes the numbers provisional, one sentence each: a run still being written (its numbers will move)."""

@@ -52,6 +52,7 @@ class FindingsScreen(NelScreen):
     FindingsScreen #detail { height: auto; max-height: 35%; padding: 0 1; border-top: solid $primary-muted;
                              overflow-y: auto; }
     FindingsScreen #cited { height: 1fr; }
+    FindingsScreen #summary.live { color: $text-warning; }
     """
 
     def __init__(self, baseline: str, candidate: str, *, runs: tuple[RunData, RunData] | None = None) -> None:
@@ -93,9 +94,11 @@ class FindingsScreen(NelScreen):
         head = (f"Δpass@1 {shift.delta:+.4f} over {shift.n_paired} paired tasks "
                 f"({shift.pass_at_1_a:.4f} → {shift.pass_at_1_b:.4f}), the sum of the tasks' contributions · "
                 if shift is not None else "")
-        self.query_one("#summary", Static).update(
-            f"{head}{len(self.findings)} findings. Heuristic: each comes from a documented rule "
-            "(docs/diagnose.md) and says where to look first, not what the cause is.")
+        live = "".join(f"! {w}\n" for w in message.diagnosis.warnings)  # first: the numbers below will move
+        summary = self.query_one("#summary", Static)
+        summary.update(f"{live}{head}{len(self.findings)} findings. Heuristic: each comes from a documented rule "
+                       "(docs/diagnose.md) and says where to look first, not what the cause is.")
+        summary.set_class(bool(live), "live")
         table = self.query_one("#findings", NelTable)
         table.clear()
         for i, rf in enumerate(self.findings):
