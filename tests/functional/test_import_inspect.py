@@ -159,3 +159,30 @@ def test_the_cli_refuses_a_file_that_is_not_an_inspect_log_in_one_line(tmp_path)
     proc = nel("import", "inspect", str(bad), "--store", str(tmp_path / "nel.duckdb"), cwd=tmp_path)
     assert proc.returncode == 2 and "notes.eval: not an inspect_ai .eval log (not a zip archive)" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_an_eval_set_directory_imports_its_logs_past_eval_set_json(mock, tmp_path):
+    """inspect_ai's own ``eval_set`` writes ``eval-set.json`` (and a ``logs.json`` listing) beside its logs: they are
+    not logs, so the import skips them instead of refusing the directory (it exited 2 on eval-set.json)."""
+    from inspect_ai import Task, eval_set
+    from inspect_ai.dataset import MemoryDataset, Sample
+    from inspect_ai.solver import generate
+
+    env = get_environment("gsm8k")
+    assert isinstance(env, DatasetEnvironment)
+    samples = [Sample(id=i, input=r["question"], target=r["answer"].split("####")[-1].strip().replace(",", ""))
+               for i, r in enumerate(env.rows[:2])]
+    task = Task(dataset=MemoryDataset(samples, name="gsm8k"), solver=[generate()], scorer=final_number(),
+                name="gsm8k")
+    log_dir = tmp_path / "logs"
+    with pytest.MonkeyPatch.context() as env_vars:
+        env_vars.setenv("NELMOCK_BASE_URL", mock.base_url)
+        env_vars.setenv("NELMOCK_API_KEY", "sk-not-a-real-key")
+        ok, _ = eval_set([task], log_dir=str(log_dir), model="openai-api/nelmock/nel-mock", display="none",
+                         retry_attempts=0)
+    assert ok and (log_dir / "eval-set.json").is_file()
+    proc = nel("import", "inspect", str(log_dir), "--store", str(tmp_path / "nel.duckdb"), cwd=tmp_path)
+    assert_ok(proc)
+    assert proc.stdout.count("run inspect-gsm8k-") == 1 and "samples    2, up to 1 epoch(s) each" in proc.stdout
+    [run] = open_store(tmp_path / "nel.duckdb").dicts("SELECT n_tasks FROM runs")
+    assert run["n_tasks"] == 2

@@ -252,3 +252,13 @@ def test_sparse_document_ids_keep_each_documents_scores_under_every_filter(lm_ev
         assert got == {"exact_match,final-answer": float(doc % 2 == 0),
                        "exact_match,flexible-extract": float(doc % 3 == 0)}
         assert (reward, passed) == (float(doc % 2 == 0), doc % 2 == 0)
+
+
+def test_a_file_instead_of_a_directory_says_it_is_a_file_and_a_results_file_imports(lm_eval_output, tmp_path):
+    """It said "no such directory" of a file that exists."""
+    (tmp_path / "hostname").write_text("box\n")
+    line = assert_one_line_error(nel("import", "lm-eval", str(tmp_path / "hostname"), cwd=tmp_path), 2)
+    assert "hostname: a file, not lm-evaluation-harness output (name the --output_path directory" in line
+    results = next(lm_eval_output[0].glob("*/results_*.json"))
+    _, text = _import(tmp_path / "nel.duckdb", results, "--benchmark", "gsm8k")
+    assert f"documents  {N_DOCS}, 1 repeat(s) each, {N_DOCS} steps written" in text

@@ -2,13 +2,15 @@
 importers write into a run's identity, and every listing of runs shows it: ``run_metrics``, ``nel sql --named
 runs``, the TUI's runs list and the notebooks' run picker.
 
-The store holds a native ``nel eval run`` against the mock, a ``nel import gym`` of Gym rollouts and a ``nel import
-lm-eval`` of lm-eval output: the real run and the real importers, on small files.
+The store holds a native ``nel eval run`` against the mock, a ``nel import gym`` of Gym rollouts, a ``nel import
+lm-eval`` of lm-eval output and a ``nel import inspect`` of an inspect_ai ``.eval`` log: the real run and the real
+importers, on small files.
 """
 
 from __future__ import annotations
 
 import json
+import zipfile
 from pathlib import Path
 
 import orjson
@@ -18,6 +20,7 @@ from nel_helpers import assert_ok, eval_args, nel
 from workbench import open_store
 from workbench.analysis.triage import runs_table
 from workbench.gym.importer import import_gym
+from workbench.importers.inspect_log import import_inspect
 from workbench.importers.lmeval import import_lmeval
 from workbench.mock.process import MockHandle
 from workbench.store.reader import Store
@@ -63,6 +66,22 @@ def _lm_eval_output(out: Path) -> Path:
     return out
 
 
+def _inspect_log(path: Path) -> Path:
+    """An inspect_ai ``.eval`` log as inspect 0.3 writes one: a zip of ``header.json`` and one
+    ``samples/<id>_epoch_<n>.json`` entry per sample (two samples, one epoch)."""
+    spec = {"eval_id": "e1", "run_id": "r1", "created": "2026-01-01T00:00:00+00:00", "task": "arith",
+            "dataset": {"name": "arith", "samples": 2}, "model": "openai/nel-mock"}
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for sid, question in enumerate(_QUESTIONS[:2], 1):
+            zf.writestr(f"samples/{sid}_epoch_1.json", orjson.dumps({
+                "id": sid, "epoch": 1, "input": question, "target": "4",
+                "messages": [{"role": "user", "content": question}, {"role": "assistant", "content": "4"}],
+                "scores": {"match": {"value": "C" if sid == 1 else "I", "answer": "4"}}}))
+        zf.writestr("header.json", orjson.dumps({"version": 2, "status": "success", "eval": spec,
+                                                 "plan": {"steps": []}, "results": None}))
+    return path
+
+
 @pytest.fixture(scope="module")
 def mixed(mock: MockHandle, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     """A store with one run of each source; returns it and ``{run_id: expected source}``."""
@@ -72,7 +91,8 @@ def mixed(mock: MockHandle, tmp_path_factory: pytest.TempPathFactory) -> tuple[P
                   cwd=root))
     gym = import_gym(store, _gym_rollouts(root / "rollouts.jsonl")).run_id
     (lm_eval,) = import_lmeval(store, _lm_eval_output(root / "lm-eval-out"))
-    return store, {"native": "nel", gym: "gym", lm_eval.run_id: "lm-eval"}
+    (inspect,) = import_inspect(store, _inspect_log(root / "arith.eval"))
+    return store, {"native": "nel", gym: "gym", lm_eval.run_id: "lm-eval", inspect.run_id: "inspect"}
 
 
 def test_run_metrics_says_which_harness_produced_each_run(mixed):
