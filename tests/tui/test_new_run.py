@@ -205,6 +205,47 @@ class TestFormMistakes:
             assert "Not started" in str(app.screen.query_one("#message").render())
         assert not (tmp_path / "nel.duckdb.workers").exists()
 
+    async def test_a_config_file_run_over_a_thousand_steps_asks_first(self, tmp_path: Path) -> None:
+        """Its size is known from the config (each benchmark's problems, range and repeats) before it starts."""
+        from workbench.tui.screens.confirm import ConfirmScreen
+
+        config = tmp_path / "suite.yaml"
+        config.write_text("services:\n  m:\n    url: http://127.0.0.1:8000/v1\n    model: x\nbenchmarks:\n"
+                          "  - name: gsm8k\n    repeats: 2\n  - name: gsm8k\n    max_problems: 100\n")
+        app = NelApp(tmp_path / "nel.duckdb")
+        async with app.run_test(size=(100, 40)) as pilot:
+            await settle(pilot)
+            await pilot.press("n")
+            await fill(pilot, config=str(config))
+            await pilot.press("ctrl+s")
+            await settle(pilot)
+            assert isinstance(app.screen, ConfirmScreen)
+            question = " ".join(str(app.screen.query_one("#question").render()).split())
+            assert ("3,038 model calls (suite.yaml: 1,319 problems × 2 repeats of gsm8k; 100 problems × 4 repeats "
+                    "of gsm8k)") in question
+            await pilot.press("n")
+            await settle(pilot)
+            assert "Not started" in str(app.screen.query_one("#message").render())
+        assert not (tmp_path / "nel.duckdb.workers").exists()
+
+    async def test_the_planned_size_of_a_config_file(self, tmp_path: Path) -> None:
+        """A range and max problems narrow a benchmark as the engine does; a benchmark whose size is not known
+        without loading its data (another dataset) is named, not guessed."""
+        from workbench.tui.screens.new_run import planned_steps
+        from workbench.workers import RunRequest
+
+        def plan(benchmarks: str):  # type: ignore[no-untyped-def]
+            config = tmp_path / "suite.yaml"
+            config.write_text("services:\n  m:\n    url: http://127.0.0.1:8000/v1\n    model: x\nbenchmarks:\n"
+                              + benchmarks)
+            return planned_steps(RunRequest(store=tmp_path / "nel.duckdb", output_dir=tmp_path, config=config))
+
+        ranged = plan("  - name: gsm8k\n    problem_range: [100, 400]\n    max_problems: 250\n    repeats: 3\n")
+        assert ranged is not None and (ranged.steps, ranged.unknown) == (750, ())
+        partly = plan("  - name: gsm8k\n    repeats: 1\n  - name: gsm8k\n    dataset: data/mine.jsonl\n")
+        assert partly is not None and partly.steps == 1319 and partly.unknown == ("gsm8k (dataset data/mine.jsonl)",)
+
+
     async def test_a_config_file_mistake_is_named_by_file_and_line(self, tmp_path: Path) -> None:
         config = tmp_path / "suite.yaml"
         config.write_text("services:\n  m:\n    url: http://127.0.0.1:8000/v1\n    model: x\nbenchmarks:\n"

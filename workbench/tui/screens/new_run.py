@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from argparse import ArgumentTypeError
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -30,7 +31,8 @@ from workbench.workers import MOCK, RunRequest, launch
 from workbench.workers.local import check_benchmark, observed, read_state
 
 CONFIRM_STEPS = 1_000
-"""A run of more steps than this (problems × repeats) is started only once the user confirms it."""
+"""A run of more steps than this (problems × repeats, summed over a config file's benchmarks) is started only once
+the user confirms it."""
 
 RUN_ID_WAIT_S = 60.0
 """How long to wait for a config file's first run to appear before opening its live view."""
@@ -170,16 +172,15 @@ class NewRunScreen(NelScreen):
         except UsageError as exc:
             self.say(str(exc), error=True)
             return
-        steps = planned_steps(request)
-        if steps is not None and steps[0] > CONFIRM_STEPS:
-            try:
-                check_benchmark(str(request.bench), request.sandbox)  # what the launch would refuse, before asking
-            except UsageError as exc:
-                self.say(str(exc), error=True)
-                return
-            total, problems, repeats = steps
-            question = (f"This run makes {total:,} model calls ({problems:,} problems × {repeats} repeats of "
-                        f"{request.bench}). Start it?")
+        try:
+            plan = planned_steps(request)
+            if plan is not None and plan.steps > CONFIRM_STEPS and request.bench is not None:
+                check_benchmark(request.bench, request.sandbox)  # what the launch would refuse, before asking
+        except UsageError as exc:  # a config file's mistake (file:line), a problem range outside the benchmark
+            self.say(str(exc), error=True)
+            return
+        if plan is not None and plan.steps > CONFIRM_STEPS:
+            question = f"This run makes {plan.describe()}. Start it?"
 
             def answered(yes: bool | None) -> None:
                 if yes:
@@ -240,23 +241,77 @@ class NewRunScreen(NelScreen):
         self.say(text, error=True)
 
 
-def planned_steps(request: RunRequest) -> tuple[int, int, int] | None:
-    """``(steps, problems, repeats)`` a form's run will make, from the benchmark's size and default repeats
-    (None for a config file, or a benchmark whose size is not known without loading it)."""
-    if request.config is not None or request.bench is None:
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """The model calls a run will make, as far as they are known before it starts."""
+
+    steps: int
+    """Problems × repeats, summed over the benchmarks whose size is known."""
+    parts: tuple[str, ...]
+    """Each such benchmark: "1,319 problems × 4 repeats of gsm8k"."""
+    unknown: tuple[str, ...] = ()
+    """Benchmarks whose size is not known without loading their data (another dataset, a BYOB file, gym://)."""
+    source: str | None = None
+    """The config file's name, for a config file's run."""
+
+    def describe(self) -> str:
+        """ "5,276 model calls (1,319 problems × 4 repeats of gsm8k)", "at least …" when some size is unknown."""
+        parts = "; ".join(self.parts)
+        unknown = f"; and {', '.join(self.unknown)}, of a size not known before it loads" if self.unknown else ""
+        where = f"{self.source}: " if self.source else ""
+        return f"{'at least ' if self.unknown else ''}{self.steps:,} model calls ({where}{parts}{unknown})"
+
+
+def planned_steps(request: RunRequest) -> Plan | None:
+    """The model calls a form's run will make, from each benchmark's size (``nel list``'s, without loading its
+    data), its problem range, max problems and repeats (else the benchmark's default), as the engine counts them;
+    for a config file, summed over its benchmarks. None when no size is known: a benchmark of a hub dataset not
+    yet fetched, another dataset, a BYOB file or a gym:// environment, counted only once it loads.
+
+    Raises:
+        UsageError: a config file's mistake (by file:line), a problem range outside the benchmark.
+    """
+    if request.config is not None:
+        from workbench.spec import load_config
+
+        spec, _ = load_config(request.config)
+        known: list[tuple[int, str]] = []
+        unknown: list[str] = []
+        for bench in spec.benchmarks:
+            size = None if bench.dataset else _benchmark_size(bench.name, bench.repeats, bench.max_problems,
+                                                              bench.problem_range)
+            if size is None:
+                unknown.append(bench.name + (f" (dataset {bench.dataset})" if bench.dataset else ""))
+            else:
+                known.append(size)
+        if not known:
+            return None
+        return Plan(sum(n for n, _ in known), tuple(part for _, part in known), tuple(unknown),
+                    request.config.name)
+    if request.bench is None:
         return None
+    size = _benchmark_size(request.bench, request.repeats, request.max_problems, None)
+    return None if size is None else Plan(size[0], (size[1],))
+
+
+def _benchmark_size(name: str, repeats: int | None, max_problems: int | None,
+                    problem_range: tuple[int, int] | None) -> tuple[int, str] | None:
+    """``(steps, "N problems × R repeats of NAME")`` of one benchmark, or None when its size is not known."""
+    from workbench.engine.plan import problem_bounds
     from workbench.environments.registry import describe_benchmark
 
+    if "://" in name:  # a remote environment: asking its size means reaching it
+        return None
     try:
-        info = describe_benchmark(request.bench)
+        info = describe_benchmark(name)
     except (UsageError, KeyError):
         return None
     size = info.get("size")
     if not isinstance(size, int):
         return None
-    problems = min(size, request.max_problems) if request.max_problems else size
-    repeats = request.repeats or int(info.get("default_repeats") or 1)
-    return problems * repeats, problems, repeats
+    start, end = problem_bounds(size, max_problems, problem_range)
+    problems, n_repeats = end - start, repeats or int(info.get("default_repeats") or 1)
+    return problems * n_repeats, f"{problems:,} problems × {n_repeats} repeats of {name}"
 
 
 def _launch(token: int, request: RunRequest) -> LaunchStarted:
