@@ -56,6 +56,17 @@ class TestTaskList:
             assert row_keys(app, "#tasks") == ["6"]
             assert "failure: server_error" in text_of(app, "#status")
 
+    async def test_the_b_key_names_every_bucket_it_cycles_through_pending_included(self) -> None:
+        """The keys panel's tooltip and docs/tui.md list the buckets in the order ``b`` steps through them."""
+        from workbench.analysis.triage import BUCKETS
+
+        cycle = " → ".join((*BUCKETS, "all"))
+        assert "pending" in BUCKETS
+        (binding,) = [b for b in TasksScreen.BINDINGS if not isinstance(b, tuple) and b.key == "b"]
+        assert isinstance(binding.tooltip, str) and cycle in binding.tooltip
+        docs = (Path(__file__).resolve().parents[2] / "docs" / "tui.md").read_text(encoding="utf-8")
+        assert f"| `b` | bucket: {cycle}" in docs
+
     async def test_search_covers_prompts_and_responses(self, demo: Path) -> None:
         app = NelApp(demo)
         async with app.run_test() as pilot:

@@ -65,7 +65,7 @@ class TasksScreen(NelScreen):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("d", "diff", "Diff", tooltip="Diff a passing and a failing attempt of the highlighted task"),
         Binding("b", "bucket", "Bucket",
-                tooltip="Show one bucket: sometimes → never → errored → always → missing → all"),
+                tooltip="Show one bucket: " + " → ".join((*BUCKETS, "all")) + " (an empty one is skipped)"),
         Binding("f", "failure", "Failure", tooltip="Show tasks with at least one attempt in a failure category"),
         Binding("c", "category", "Category", tooltip="Show one task category (from the benchmark's metadata)"),
         Binding("slash", "text", "Search", key_display="/",
