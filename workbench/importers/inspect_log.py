@@ -32,6 +32,7 @@ from workbench.gym.importer import already_imported, id_slug, scrub, stored_run
 from workbench.gym.pairing import benchmark_metric, known_benchmark
 from workbench.importers.inspect_files import LogFile, Skipped, open_logs
 from workbench.importers.inspect_sample import input_text, step_row, target_text
+from workbench.importers.sampling import sampling_identity
 from workbench.store.ingest import IMPORT_MEMORY_LIMIT, ingest
 from workbench.store.writer import ShardWriter
 from workbench.types import RunStatus
@@ -259,16 +260,7 @@ def generate_identity(config: Mapping[str, Any]) -> dict[str, Any]:
     """What of inspect's generate config changes answers, for the run's identity: the sampling parameters nel
     names (``stop_seqs`` as ``stop``, ``system_message`` as ``system_prompt``) and the others under
     ``generate_other``; unset fields and transport settings (connections, retries, timeouts) left out."""
-    out: dict[str, Any] = {}
-    other: dict[str, Any] = {}
-    for key, value in sorted(scrub(dict(config)).items()):
-        if value is None or key in _NOT_IDENTITY:
-            continue
-        if key in _GENERATE:
-            out[_GENERATE[key]] = [value] if key == "stop_seqs" and isinstance(value, str) else value
-        else:
-            other[key] = value
-    return {**out, **({"generate_other": other} if other else {})}
+    return sampling_identity(config, _GENERATE, lists=("stop_seqs",), ignore=_NOT_IDENTITY)
 
 
 def _config(log: LogFile, scan: _Scan, metric: str, reported: float | None) -> dict[str, Any]:

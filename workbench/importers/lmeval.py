@@ -40,6 +40,7 @@ from workbench.errors import UsageError
 from workbench.gym.importer import already_imported, id_slug, scrub
 from workbench.gym.pairing import benchmark_metric, known_benchmark
 from workbench.importers.lmeval_files import TaskOutput, find_outputs
+from workbench.importers.sampling import sampling_identity
 from workbench.model.failures import classify_answer
 from workbench.store.ingest import IMPORT_MEMORY_LIMIT, ingest
 from workbench.store.writer import ShardWriter
@@ -396,16 +397,7 @@ def generation_identity(kwargs: Any) -> dict[str, Any]:
     """What of a task's ``generation_kwargs`` changes answers, for the run's identity: the sampling parameters nel
     names (``max_gen_toks`` as ``max_tokens``, ``until`` as ``stop``), the others (``do_sample``, ``top_k``...)
     under ``generate_other``."""
-    out: dict[str, Any] = {}
-    other: dict[str, Any] = {}
-    for key, value in sorted(scrub(_obj(kwargs)).items()):
-        if value is None:
-            continue
-        if key in _GENERATION:
-            out[_GENERATION[key]] = [value] if key == "until" and isinstance(value, str) else value
-        else:
-            other[key] = value
-    return {**out, **({"generate_other": other} if other else {})}
+    return sampling_identity(kwargs, _GENERATION, lists=("until",))
 
 
 def _reason_line(reasons: Mapping[str, int]) -> str:
