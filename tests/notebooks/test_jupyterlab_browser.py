@@ -208,9 +208,15 @@ def screenshot_charts(driver: webdriver.Chrome, shots: Path, name: str) -> None:
     driver.save_screenshot(str(shots / f"{name}-page.png"))
 
 
+def failure_plot(store: Path) -> int:
+    """explore.ipynb's failure-category plot: drawn when some attempt of some run has a failure category."""
+    return int(not open_store(store).sql("SELECT 1 FROM failure_counts LIMIT 1").is_empty())
+
+
 def expected_charts(store: Path) -> dict[str, int]:
-    """Live charts each notebook draws: explore: two plots and one RunOverview; diagnose: ScoreShift, two
-    RunOverviews, two plain charts. A chart with nothing to draw is a sentence instead."""
+    """Live charts each notebook draws: explore: the pass-count plot, the failure plot (when any attempt failed
+    with a category) and one RunOverview; diagnose: ScoreShift, two RunOverviews, two plain charts. A chart with
+    nothing to draw is a sentence instead."""
     d = diagnose(load_run(BASELINE, store=store), load_run(CANDIDATE, store=store))
     assert d.shift is not None
 
@@ -219,7 +225,7 @@ def expected_charts(store: Path) -> dict[str, int]:
 
     newest = runs_table(open_store(store))[0].run_id  # the run explore.ipynb's picker starts on
     picked = d.baseline.profile if newest == BASELINE else d.candidate.profile
-    return {"explore.ipynb": 2 + overview(picked),
+    return {"explore.ipynb": 1 + failure_plot(store) + overview(picked),
             "diagnose.ipynb": 3 + bool(d.shift.slices) + overview(d.baseline.profile) + overview(d.candidate.profile)
             + 2}
 
@@ -245,7 +251,7 @@ def test_notebook_runs_offline_in_jupyterlab_and_its_html_export_shows_every_cha
     static = int(browser.execute_script("return document.querySelectorAll('.nel-static > svg').length"))
     screenshot_charts(browser, shots, f"html-{name.removesuffix('.ipynb')}")
     # Each widget is one figure of its charts; each plain chart one SVG.
-    figures = {"explore.ipynb": 3, "diagnose.ipynb": 5}[name]
+    figures = {"explore.ipynb": 2 + failure_plot(store), "diagnose.ipynb": 5}[name]
     assert static >= figures, f"{static} inline SVG charts in the exported HTML, {figures} expected"
     assert "JavaScript Error" not in browser.find_element("css selector", "body").text
     assert off_loopback(requests_made(browser), NBCONVERT_TEMPLATE) == []

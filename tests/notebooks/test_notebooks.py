@@ -111,6 +111,27 @@ class TestExploreNotebook:
         assert images(nb).count("image/png") >= 3  # two plots and the overview
         assert inline_svgs(nb) == 3  # two plots and the overview (the picker's table is HTML, no chart)
 
+    @pytest.mark.parametrize("clean", [(BASELINE,), (BASELINE, CANDIDATE)], ids=["one run", "every run"])
+    def test_the_failure_chart_is_a_sentence_for_runs_without_failures(self, kernel_specs, store, tmp_path, clean):
+        """A run with no failure category is named, not an empty panel; with none in any run, no chart is drawn."""
+        from workbench.store.database import connect_rw
+
+        copy = tmp_path / "nel.duckdb"
+        shutil.copy(store, copy)
+        con = connect_rw(copy)
+        try:
+            con.execute(f"UPDATE steps SET failure_category = NULL WHERE run_id IN ({', '.join('?' for _ in clean)})",
+                        list(clean))
+        finally:
+            con.close()
+        nb, _, _ = execute(kernel_specs, "explore.ipynb", tmp_path, NEL_STORE=str(copy))
+        (cell,) = [c for c in nb.cells if c.cell_type == "code" and "FROM failure_counts" in c.source]
+        printed = "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
+        charts = [o for o in cell.outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})
+                  or any(m.startswith("image/") for m in o.get("data", {}))]
+        assert f"No failure category in {', '.join(sorted(clean))}" in printed
+        assert len(charts) == (len(clean) < 2), "a chart of the runs that failed, none when no run did"
+
     def test_opened_from_notebooks_it_finds_the_store_make_demo_wrote_in_the_checkout(self, kernel_specs, store,
                                                                                       tmp_path, monkeypatch):
         """JupyterLab runs a notebook's kernel in ``notebooks/``; ``make demo`` wrote ``nel-demo/`` one level up."""
