@@ -33,6 +33,22 @@ async def fill(pilot: Pilot[Any], **values: str) -> None:
     await pilot.pause()
 
 
+def suite(folder: Path, benchmarks: str) -> Path:
+    """A config file of one service and ``benchmarks`` (the YAML items of its list)."""
+    config = folder / "suite.yaml"
+    config.write_text("services:\n  m:\n    url: http://127.0.0.1:8000/v1\n    model: x\nbenchmarks:\n" + benchmarks)
+    return config
+
+
+async def start_config(pilot: Pilot[Any], config: Path) -> None:
+    """On the runs screen: n, the config file, ctrl+s."""
+    await settle(pilot)
+    await pilot.press("n")
+    await fill(pilot, config=str(config))
+    await pilot.press("ctrl+s")
+    await settle(pilot)
+
+
 class TestNewRun:
     """n on the runs screen opens the form; ctrl+s starts the run and opens its live view."""
 
@@ -209,16 +225,10 @@ class TestFormMistakes:
         """Its size is known from the config (each benchmark's problems, range and repeats) before it starts."""
         from workbench.tui.screens.confirm import ConfirmScreen
 
-        config = tmp_path / "suite.yaml"
-        config.write_text("services:\n  m:\n    url: http://127.0.0.1:8000/v1\n    model: x\nbenchmarks:\n"
-                          "  - name: gsm8k\n    repeats: 2\n  - name: gsm8k\n    max_problems: 100\n")
+        config = suite(tmp_path, "  - name: gsm8k\n    repeats: 2\n  - name: gsm8k\n    max_problems: 100\n")
         app = NelApp(tmp_path / "nel.duckdb")
         async with app.run_test(size=(100, 40)) as pilot:
-            await settle(pilot)
-            await pilot.press("n")
-            await fill(pilot, config=str(config))
-            await pilot.press("ctrl+s")
-            await settle(pilot)
+            await start_config(pilot, config)
             assert isinstance(app.screen, ConfirmScreen)
             question = " ".join(str(app.screen.query_one("#question").render()).split())
             assert ("3,038 model calls (suite.yaml: 1,319 problems × 2 repeats of gsm8k; 100 problems × 4 repeats "
@@ -235,27 +245,18 @@ class TestFormMistakes:
         from workbench.workers import RunRequest
 
         def plan(benchmarks: str):  # type: ignore[no-untyped-def]
-            config = tmp_path / "suite.yaml"
-            config.write_text("services:\n  m:\n    url: http://127.0.0.1:8000/v1\n    model: x\nbenchmarks:\n"
-                              + benchmarks)
-            return planned_steps(RunRequest(store=tmp_path / "nel.duckdb", output_dir=tmp_path, config=config))
+            return planned_steps(RunRequest(store=tmp_path / "nel.duckdb", output_dir=tmp_path,
+                                            config=suite(tmp_path, benchmarks)))
 
         ranged = plan("  - name: gsm8k\n    problem_range: [100, 400]\n    max_problems: 250\n    repeats: 3\n")
         assert ranged is not None and (ranged.steps, ranged.unknown) == (750, ())
         partly = plan("  - name: gsm8k\n    repeats: 1\n  - name: gsm8k\n    dataset: data/mine.jsonl\n")
         assert partly is not None and partly.steps == 1319 and partly.unknown == ("gsm8k (dataset data/mine.jsonl)",)
 
-
     async def test_a_config_file_mistake_is_named_by_file_and_line(self, tmp_path: Path) -> None:
-        config = tmp_path / "suite.yaml"
-        config.write_text("services:\n  m:\n    url: http://127.0.0.1:8000/v1\n    model: x\nbenchmarks:\n"
-                          "  - name: gsm8k\n    repeets: 2\n")
+        config = suite(tmp_path, "  - name: gsm8k\n    repeets: 2\n")
         app = NelApp(tmp_path / "nel.duckdb")
         async with app.run_test(size=(100, 30)) as pilot:
-            await settle(pilot)
-            await pilot.press("n")
-            await fill(pilot, config=str(config))
-            await pilot.press("ctrl+s")
-            await settle(pilot)
+            await start_config(pilot, config)
             assert isinstance(app.screen, NewRunScreen)
             assert "suite.yaml:7: benchmarks.0.repeets" in str(app.screen.query_one("#message").render())
