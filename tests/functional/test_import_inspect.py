@@ -184,5 +184,6 @@ def test_an_eval_set_directory_imports_its_logs_past_eval_set_json(mock, tmp_pat
     proc = nel("import", "inspect", str(log_dir), "--store", str(tmp_path / "nel.duckdb"), cwd=tmp_path)
     assert_ok(proc)
     assert proc.stdout.count("run inspect-gsm8k-") == 1 and "samples    2, up to 1 epoch(s) each" in proc.stdout
+    assert "files that are not inspect logs:" in proc.stdout and "  eval-set.json: " in proc.stdout, proc.stdout
     [run] = open_store(tmp_path / "nel.duckdb").dicts("SELECT n_tasks FROM runs")
     assert run["n_tasks"] == 2

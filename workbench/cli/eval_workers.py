@@ -8,12 +8,13 @@ live view (the same one the TUI's live screen reads), so what ``status`` shows i
 from __future__ import annotations
 
 import argparse
+import functools
 import signal
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -22,6 +23,9 @@ from workbench.errors import UsageError
 from workbench.store.live import pid_alive
 from workbench.workers import LaunchState, RunRequest, find_launch, launch, launches, resume, stop
 from workbench.workers.local import describe_exit, observed, read_state
+
+if TYPE_CHECKING:
+    from workbench.store.reader import Store
 
 _INTERRUPTED = 130
 
@@ -89,13 +93,17 @@ def _wait_in_foreground(state: LaunchState, *, show_progress: bool) -> int:
         for run_id in state.run_ids:
             print(render_summary(read_summary(state.request.store, run_id), store=state.request.store,
                                  title=f"run {run_id} complete: {state.request.shards} shards, merged"))
-            marks = open_store(state.request.store, runs=[run_id]).on_snapshot(lambda s, r=run_id: s.cache_marks(r))
+            marks = open_store(state.request.store, runs=[run_id]).on_snapshot(functools.partial(_cache_marks, run_id))
             if marks is not None:  # each shard had the cache to itself: the steps' marks add them up
                 print(f"  cache    {marks[0]} hits, {marks[1]} misses (all shards)")
         return 0
     if state.status in ("stopped", "failed", "lost"):
         print(f"  resume   nel eval resume {name} --store {state.request.store}")
     return _INTERRUPTED if state.status == "stopped" else 1
+
+
+def _cache_marks(run_id: str, store: Store) -> tuple[int, int] | None:
+    return store.cache_marks(run_id)
 
 
 def _progress_line(state: LaunchState) -> str:

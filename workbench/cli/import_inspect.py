@@ -39,6 +39,10 @@ def cmd_import_inspect(args: argparse.Namespace) -> int:
                 print(f"    {where}")
             if r.n_skipped > len(r.skipped):
                 print(f"    ... and {r.n_skipped - len(r.skipped)} more")
+    if results[0].not_logs:
+        print(f"skipped {len(results[0].not_logs)} files that are not inspect logs:")
+        for line in results[0].not_logs:
+            print(f"  {line}")
     print("next:")
     print(f"  nel eval stats {results[0].run_id} --store {quoted}")
     print(f"  nel compare NATIVE_RUN {results[0].run_id} --store {quoted}")
