@@ -302,3 +302,19 @@ def test_the_generate_config_is_the_runs_identity_in_nels_names_and_the_exporter
     params = run_params(build_eval_bundle(Store(tmp_path / "s.duckdb"), result.run_id))
     assert (params["temperature"], params["max_tokens"], params["seed"]) == ("0.5", "300", "7")
     assert import_inspect(tmp_path / "s.duckdb", log, use_reader=False)[0].already_imported
+
+
+def test_a_large_eval_log_is_read_from_the_file_format_unless_the_reader_is_asked_for(tmp_path, monkeypatch):
+    """inspect_ai's reader peaks over 300 MB at 100,000 samples: above READER_MAX_ENTRIES entries the default is the
+    file format (bounded memory); an explicit choice, or $NEL_INSPECT_READER, still wins."""
+    pytest.importorskip("inspect_ai")
+    from workbench.importers import inspect_files
+
+    log = write_eval(tmp_path / "a.eval", [_sample(i, 1, {"m": {"value": "C"}}) for i in range(4)])
+    monkeypatch.delenv(inspect_files.USE_READER_ENV, raising=False)
+    assert inspect_files.LogFile(log).use_reader  # 5 entries: inspect's own reader
+    monkeypatch.setattr(inspect_files, "READER_MAX_ENTRIES", 4)
+    assert not inspect_files.LogFile(log).use_reader
+    assert inspect_files.LogFile(log, use_reader=True).use_reader
+    monkeypatch.setenv(inspect_files.USE_READER_ENV, "1")
+    assert inspect_files.LogFile(log).use_reader
