@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import statistics
 import subprocess
 import sys
@@ -69,6 +70,7 @@ async def in_app(store: Path, rounds: int, tasks: int) -> dict[str, list[float]]
     from textual.pilot import Pilot
     from textual.screen import Screen
     from textual.widgets import DataTable, Static
+    from textual.worker import WorkerCancelled
 
     from workbench.tui.app import NelApp
     from workbench.tui.screens.compare import CompareScreen
@@ -120,7 +122,8 @@ async def in_app(store: Path, rounds: int, tasks: int) -> dict[str, list[float]]
         start = time.perf_counter()
         await pilot.press("f")
         findings = await until(pilot, start, diagnosed, "the findings")
-        await pilot.app.workers.wait_for_complete()  # the cited tasks' questions, read after the list
+        with contextlib.suppress(WorkerCancelled):  # a worker a newer one replaced: nothing left to wait for
+            await pilot.app.workers.wait_for_complete()  # the cited tasks' questions, read after the list
         pilot.app.pop_screen()
         pilot.app.pop_screen()
         await pilot.pause()

@@ -159,6 +159,28 @@ class TestTheComparison:
             assert column(app, "#flips", "task") == ["3"]
             assert column(app, "#flips", "question") == ["A train travels 60 km i…"]
 
+    async def test_the_first_rows_questions_come_with_the_comparison_the_rest_once_it_is_drawn(
+            self, demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """The comparison waits for the questions of the first rows only (QUESTIONS_FIRST): at 50,000 tasks a
+        flip list of 1,000 rows' questions cost ~100 ms before anything was drawn. The other rows fill in after."""
+        monkeypatch.setattr(compare_screen, "QUESTIONS_FIRST", 2)
+        loaded: list[int] = []
+        shown = CompareScreen.on_comparison_loaded
+
+        def on_loaded(screen: CompareScreen, message: compare_screen.ComparisonLoaded) -> None:
+            loaded.append(len(message.questions))
+            shown(screen, message)
+
+        monkeypatch.setattr(CompareScreen, "on_comparison_loaded", on_loaded)
+        app = NelApp(demo)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await open_compare(pilot)
+            await settle(pilot)
+            assert loaded == [2]
+            assert column(app, "#flips", "question") == [
+                "Use the calculator tool…", "What is 7 * 6?", "How many legs do 3 spid…", "A train travels 60 km i…",
+                "Solve x + 4 = 10 for x.", "What is the 10th prime …"]
+
     async def test_tab_moves_between_the_tables(self, demo: Path) -> None:
         app = NelApp(demo)
         async with app.run_test() as pilot:

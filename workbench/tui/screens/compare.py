@@ -30,6 +30,7 @@ from workbench.tui.messages import ComparisonLoaded, CounterpartFound, Reply
 from workbench.tui.screens.base import NelScreen
 from workbench.tui.widgets.table import Cell, NelTable
 
+QUESTIONS_FIRST = 60  # flips whose questions come with the comparison: more rows than a tall terminal shows
 FLIPS_SHOWN = 500  # per kind: a table of thousands of rows is slow to fill and no one reads past the top
 FLIP_COLUMNS = (("kind", " "), ("task", "task"), ("question", "question"), ("category", "category"),
                 ("a", "A k/n"), ("b", "B k/n"), ("delta", "Δ"))
@@ -206,7 +207,8 @@ class CompareScreen(NelScreen):
 
         def job(token: int) -> ComparisonLoaded:
             result = run_comparison(self.store(), baseline, candidate)
-            ids = [x.task_id for _, x in shown_flips(result.comparison.flips, category)]
+            # the questions of the rows a screen shows first; the table's other rows get theirs once it is drawn
+            ids = [x.task_id for _, x in shown_flips(result.comparison.flips, category)][:QUESTIONS_FIRST]
             return ComparisonLoaded(token, result, flip_questions(self.store(), ids))
 
         self.start("compare", job)
