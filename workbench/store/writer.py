@@ -40,24 +40,38 @@ def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def roll_journal(journal: Path, segment: Path) -> bool:
-    """Convert a closed journal into a Parquet segment, then delete the journal.
+def roll_connection() -> duckdb.DuckDBPyConnection:
+    """An in-memory connection to roll journals with (one thread, the roller's small memory budget)."""
+    con = duckdb.connect()
+    try:
+        limit_memory(con, MEMORY_LIMIT, threads=1)
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def roll_journal(journal: Path, segment: Path, con: duckdb.DuckDBPyConnection | None = None) -> bool:
+    """Convert a closed journal into a Parquet segment, then delete the journal; on ``con`` (a
+    ``roll_connection``) when given, else on a connection of its own.
 
     Returns False, leaving the journal as it was, when the conversion fails: a journal is
     a complete record in itself (readers and ingest read journals too), so a failed roll
     costs speed, never a step.
     """
     tmp = segment.with_name(f".{segment.name}.tmp")
-    con = duckdb.connect()
+    own = con is None
     try:
-        limit_memory(con, MEMORY_LIMIT, threads=1)
+        if con is None:
+            con = roll_connection()
         query = journal_read_sql(sql_string(journal))
         con.execute(f"COPY ({query}) TO {sql_string(tmp)} (FORMAT parquet, COMPRESSION zstd)")
     except (duckdb.Error, OSError):
         tmp.unlink(missing_ok=True)
         return False
     finally:
-        con.close()
+        if own and con is not None:
+            con.close()
     os.replace(tmp, segment)
     journal.unlink()
     return True
@@ -80,6 +94,10 @@ class ShardWriter:
         self._in_journal = 0
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nel-roll")
         self._pending: list[Future[bool]] = []
+        # The roller's one connection, used and closed on the pool's one thread only: opening a DuckDB instance
+        # costs as much as converting a journal (~20 ms), so the shard's rolls share one.
+        self._roll_con: duckdb.DuckDBPyConnection | None = None
+        self._roller_stopped = False
         self._images = ImageSink(self.dir.path)
         # Journals left by a crashed process are rolled first, so the directory stays small.
         for leftover in self.dir.journals():
@@ -163,8 +181,32 @@ class ShardWriter:
 
     def _submit_roll(self, journal: Path) -> None:
         segment = journal.with_name(journal.name.replace("journal-", "steps-").replace(".jsonl", ".parquet"))
-        self._pending.append(self._pool.submit(roll_journal, journal, segment))
+        self._pending.append(self._pool.submit(self._roll, journal, segment))
         self._collect(wait=False)
+
+    def _roll(self, journal: Path, segment: Path) -> bool:
+        """One roll, on the pool's thread, on the roller's connection (a fresh one after a failed roll)."""
+        try:
+            if self._roll_con is None:
+                self._roll_con = roll_connection()
+        except duckdb.Error:
+            return False  # the journal stays, read as it is
+        rolled = roll_journal(journal, segment, self._roll_con)
+        if not rolled:
+            self._close_roller()
+        return rolled
+
+    def _stop_roller(self, wait: bool) -> None:
+        """No more rolls: the roller's connection closes after the last one, on its thread."""
+        if not self._roller_stopped:
+            self._roller_stopped = True
+            self._pool.submit(self._close_roller)
+        self._pool.shutdown(wait=wait)
+
+    def _close_roller(self) -> None:
+        if self._roll_con is not None:
+            con, self._roll_con = self._roll_con, None
+            con.close()
 
     def _collect(self, wait: bool) -> None:
         keep = []
@@ -184,7 +226,7 @@ class ShardWriter:
         """Roll what is left, wait for segments to land, and record the shard's final status (a ``RunStatus``)."""
         self._close_tasks()
         self.roll()
-        self._pool.shutdown(wait=True)
+        self._stop_roller(wait=True)
         self._collect(wait=True)
         self._shard_header.update(status=status, finished_at=time.time(), n_steps=self.n_written,
                                   error=None if error is None else redact_text(error))
@@ -196,4 +238,4 @@ class ShardWriter:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
-        self._pool.shutdown(wait=False)
+        self._stop_roller(wait=False)
