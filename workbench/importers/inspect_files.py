@@ -26,7 +26,7 @@ import struct
 import zipfile
 import zlib
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -152,6 +152,7 @@ class LogFile:
         self.damage: str | None = None
         """Why the log is incomplete as a file (a truncated ``.eval``), or ``None``."""
         self._recovered: _Recovered | None = None
+        self._index: tuple[array[int], ...] | None = None
         if not self.is_zip and _starts_like_zip(path):
             self._recovered = _walk_local_headers(path)
             self.is_zip, self.use_reader = True, False  # inspect's reader needs the directory that is gone
@@ -230,29 +231,57 @@ class LogFile:
                 yield n, sample
 
     def _zip_samples(self, done: set[tuple[Any, Any]]) -> Iterator[tuple[int, dict[str, Any]] | Skipped]:
+        try:
+            entries, lost = self._entries()
+        except (zipfile.BadZipFile, OSError) as exc:
+            yield Skipped(self.path.name, f"unreadable zip ({exc})")
+            return
+        for item in self._read_entries(entries, range(len(entries[0]))):
+            if isinstance(item, Skipped) or (item[1].get("id"), item[1].get("epoch")) not in done:
+                yield item
+        for where, why in lost:
+            yield Skipped(f"{self.path.name}:{where}", why)
+
+    @property
+    def seekable(self) -> bool:
+        """Whether ``samples_at`` reads this log: an ``.eval`` read from the file format (its entries are found
+        by their offsets, in any order)."""
+        return self.is_zip and not self.use_reader
+
+    def samples_at(self, positions: Iterable[int]) -> Iterator[tuple[int, dict[str, Any]] | Skipped]:
+        """The samples at ``positions`` (as ``samples`` numbers them), in that order: the import writes a
+        ``.eval`` log task by task, whatever order inspect wrote it in (epoch by epoch), so its shards finish
+        one after another."""
+        if not self.seekable:
+            raise ValueError("samples_at: only an .eval log read from the file format is read by position")
+        entries, _ = self._entries()
+        yield from self._read_entries(entries, positions)
+
+    def _entries(self) -> tuple[tuple[array[int], ...], list[tuple[str, str]]]:
+        """The sample entries' places (``_sample_entries``), found once: ``zipfile``'s index of a big archive is
+        the costly part of reading it."""
         if self._recovered is not None:
-            entries, lost = self._recovered.samples, self._recovered.lost
-        else:
-            try:
-                entries, lost = _sample_entries(self.path), []
-            except (zipfile.BadZipFile, OSError) as exc:
-                yield Skipped(self.path.name, f"unreadable zip ({exc})")
-                return
+            return self._recovered.samples, self._recovered.lost
+        if self._index is None:
+            self._index = _sample_entries(self.path)
+        return self._index, []
+
+    def _read_entries(self, entries: tuple[array[int], ...], positions: Iterable[int]
+                      ) -> Iterator[tuple[int, dict[str, Any]] | Skipped]:
         with open(self.path, "rb") as fp:
-            for n, entry in enumerate(zip(*entries, strict=True)):
+            for n in positions:
                 name, data = "?", b""
                 try:
-                    name, data = _read_entry(fp, *entry)
+                    name, data = _read_entry(fp, *(column[n] for column in entries))
                     sample = orjson.loads(data)
                 except (zipfile.BadZipFile, orjson.JSONDecodeError, OSError, EOFError, ValueError, zlib.error) as exc:
                     yield Skipped(f"{self.path.name}:{name}", f"damaged entry ({type(exc).__name__}: {str(exc)[:120]})")
                     continue
+                del data
                 if not isinstance(sample, dict):
                     yield Skipped(f"{self.path.name}:{name}", "not a JSON object")
-                elif (sample.get("id"), sample.get("epoch")) not in done:
+                else:
                     yield n, sample
-        for where, why in lost:
-            yield Skipped(f"{self.path.name}:{where}", why)
 
     def _reader_samples(self) -> Iterator[tuple[int, dict[str, Any]] | Skipped]:
         """inspect_ai's ``read_eval_log_samples``; where it stops (a damaged entry, a sample its types refuse:

@@ -4,8 +4,10 @@ A log is read twice, one sample at a time (bounded memory): the first pass hashe
 identity, so a re-import writes nothing), gives each sample its ``task_idx`` (in inspect's own sample order, by
 id, whichever reader met the samples in whatever order) and task id, and counts its epochs; the second writes
 the steps (``workbench.importers.inspect_sample``), in shards of ``_SHARD_TASKS`` tasks, each ingested once its
-last step is written, and every ``_INGEST_EVERY`` steps (inspect writes epoch by epoch, so no shard finishes
-before the last epoch: without it the last epoch would ingest the whole log at once).
+last step is written. An ``.eval`` read from the file format is read task by task (the first pass notes where each
+step's entry lies), so one shard is open at a time; inspect's reader and a ``.json`` log give the samples in the
+log's order (epoch by epoch), so no shard finishes before the last epoch, and an ingest every ``_INGEST_EVERY``
+steps keeps the last epoch from ingesting the whole log at once.
 A sample entry that cannot be read is skipped and named; the rest imports.
 
 Task ids are nel's own where the sample's input holds a question of a benchmark nel knows (``QuestionIndex``:
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from array import array
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -43,6 +46,8 @@ _BATCH_ROLL = 1024
 _SHARD_TASKS = 2048
 _INGEST_EVERY = 8192
 _SHOWN_SKIPS = 12
+_EPOCH_BITS = 20
+_EPOCH_MASK = (1 << _EPOCH_BITS) - 1
 _SHORT = 200
 
 
@@ -93,6 +98,11 @@ class _Scan:
     skipped: list[str] = field(default_factory=list)
     n_skipped: int = 0
     scorer: str | None = None
+    places: array[int] = field(default_factory=lambda: array("q"))  # each step's place in the log, as read
+    place_keys: array[int] = field(default_factory=lambda: array("q"))  # its task_idx and epoch (_place_key)
+    order: array[int] = field(default_factory=lambda: array("q"))
+    """Set by ``_settle`` (which empties the two arrays above): the steps' places in task order, each task's
+    epochs in order, as ``_write`` reads an ``.eval`` from the file format."""
 
     def has(self, idx: int, epoch: int) -> bool:
         return bool(self.epochs.get(idx, 0) >> epoch & 1)
@@ -156,6 +166,8 @@ def _scan(log: LogFile, benchmark: str) -> _Scan:
             scan.n_duplicates += 1
             continue
         scan.epochs[idx] = scan.epochs.get(idx, 0) | (1 << epoch)
+        scan.places.append(position)
+        scan.place_keys.append(_place_key(idx, epoch))
         scan.n_repeats = max(scan.n_repeats, epoch)
         if scan.scorer is None and isinstance(sample.get("scores"), dict) and sample["scores"]:
             scan.scorer = str(next(iter(sample["scores"])))
@@ -180,6 +192,9 @@ def _settle(scan: _Scan) -> None:
     tasks, reasons, fallback = scan.tasks, scan.reasons, scan.fallback
     scan.keys = {key: n for n, key in enumerate(order)}
     scan.epochs = {new_idx[old]: bits for old, bits in scan.epochs.items()}
+    renumbered = array("q", (_place_key(new_idx[key >> _EPOCH_BITS], key & _EPOCH_MASK) for key in scan.place_keys))
+    scan.order = array("q", (scan.places[n] for n in sorted(range(len(renumbered)), key=renumbered.__getitem__)))
+    scan.places, scan.place_keys = array("q"), array("q")
     scan.tasks, scan.paired, scan.unpaired, scan.reasons, scan.fallback = [], {}, {}, [], []
     for key, old in zip(order, old_idx, strict=True):
         task_id, reason = tasks[old], reasons[old]
@@ -191,6 +206,11 @@ def _settle(scan: _Scan) -> None:
         scan.tasks.append(task_id)
         if reason is not None:
             scan.unpaired[reason] = scan.unpaired.get(reason, 0) + 1
+
+
+def _place_key(idx: int, epoch: int) -> int:
+    """A step's task and epoch as one integer that sorts by task, then epoch."""
+    return idx << _EPOCH_BITS | min(epoch, _EPOCH_MASK)
 
 
 def _epoch(sample: Mapping[str, Any]) -> int:
@@ -371,7 +391,9 @@ def _write(store: Path, log: LogFile, scan: _Scan, header: dict[str, Any], metri
         return writer
 
     try:
-        for item in log.samples():
+        # an .eval read from the file format: task by task, so each shard is written, ingested and closed in
+        # turn (inspect writes epoch by epoch: in the archive's order every shard would stay open to the end)
+        for item in log.samples_at(scan.order) if log.seekable else log.samples():
             if isinstance(item, Skipped):
                 continue
             position, sample = item
