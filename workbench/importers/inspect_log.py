@@ -36,7 +36,7 @@ from workbench.gym.pairing import benchmark_metric, known_benchmark
 from workbench.importers.inspect_files import LogFile, Skipped, open_logs
 from workbench.importers.inspect_sample import input_text, step_row, target_text
 from workbench.importers.sampling import sampling_identity
-from workbench.store.ingest import IMPORT_MEMORY_LIMIT, ingest
+from workbench.store.ingest import ingest
 from workbench.store.writer import ShardWriter
 from workbench.types import RunStatus
 
@@ -45,6 +45,11 @@ UNPAIRED_PREFIX = "inspect-"
 _BATCH_ROLL = 1024
 _SHARD_TASKS = 2048
 _INGEST_EVERY = 8192
+_INGEST_MEMORY = "96MB"
+"""The DuckDB budget of this import's ingests, under the importers' ``IMPORT_MEMORY_LIMIT`` (128 MB): DuckDB fills
+its budget before it evicts, so the budget is most of an ingest's peak (a 100,000-sample log of 25,000 tasks: 254 MB
+of RSS, against 294 MB at 128 MB; tests/perf/bench_import_inspect.py). 64 MB cannot checkpoint the tasks of a
+100,000-task log (a fatal DuckDB error); 80 MB can, with little to spare, so 96 MB."""
 _SHOWN_SKIPS = 12
 _EPOCH_BITS = 20
 _EPOCH_MASK = (1 << _EPOCH_BITS) - 1
@@ -414,7 +419,7 @@ def _write(store: Path, log: LogFile, scan: _Scan, header: dict[str, Any], metri
             if left[k] == 0:
                 n_written += _close(store, writers.pop(k), final, why)
             elif n_steps % _INGEST_EVERY == 0:  # epoch-major logs finish no shard before their last epoch
-                ingest(store, bulk=True, memory_limit=IMPORT_MEMORY_LIMIT)
+                ingest(store, bulk=True, memory_limit=_INGEST_MEMORY)
         for k in sorted(writers):  # steps the second read did not find (the file changed in between)
             n_written += _close(store, writers.pop(k), final if left[k] == 0 else RunStatus.INTERRUPTED,
                                 why if left[k] == 0 else f"{left[k]} steps were not found on the second read")
@@ -427,7 +432,7 @@ def _write(store: Path, log: LogFile, scan: _Scan, header: dict[str, Any], metri
 
 def _close(store: Path, writer: ShardWriter, status: RunStatus, why: str | None) -> int:
     writer.finish(status, why)
-    ingest(store, bulk=True, memory_limit=IMPORT_MEMORY_LIMIT)
+    ingest(store, bulk=True, memory_limit=_INGEST_MEMORY)
     return writer.n_written
 
 
