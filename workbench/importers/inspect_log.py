@@ -36,7 +36,7 @@ from workbench.gym.pairing import benchmark_metric, known_benchmark
 from workbench.importers.inspect_files import LogFile, Skipped, open_logs
 from workbench.importers.inspect_sample import input_text, step_row, target_text
 from workbench.importers.sampling import sampling_identity
-from workbench.store.ingest import ingest
+from workbench.store.ingest import IMPORT_MEMORY_LIMIT, ingest
 from workbench.store.writer import ShardWriter
 from workbench.types import RunStatus
 
@@ -46,10 +46,12 @@ _BATCH_ROLL = 1024
 _SHARD_TASKS = 2048
 _INGEST_EVERY = 8192
 _INGEST_MEMORY = "96MB"
-"""The DuckDB budget of this import's ingests, under the importers' ``IMPORT_MEMORY_LIMIT`` (128 MB): DuckDB fills
-its budget before it evicts, so the budget is most of an ingest's peak (a 100,000-sample log of 25,000 tasks: 254 MB
-of RSS, against 294 MB at 128 MB; tests/perf/bench_import_inspect.py). 64 MB cannot checkpoint the tasks of a
-100,000-task log (a fatal DuckDB error); 80 MB can, with little to spare, so 96 MB."""
+"""The DuckDB budget of the ingests of an ``.eval`` read from the file format (task by task, a shard at a time),
+under the importers' ``IMPORT_MEMORY_LIMIT`` (128 MB): DuckDB fills its budget before it evicts, so the budget is
+most of an ingest's peak (a 100,000-sample log of 25,000 tasks: ~255 MB of RSS, against ~295 MB at 128 MB;
+tests/perf/bench_import_inspect.py). 64 MB cannot checkpoint the tasks of a 100,000-task log (a fatal DuckDB
+error); 80 MB can, with little to spare. Read in the log's order (inspect's reader, a ``.json`` log), every shard
+stays open to the last epoch and each ingest reads the tasks of them all: that keeps ``IMPORT_MEMORY_LIMIT``."""
 _SHOWN_SKIPS = 12
 _EPOCH_BITS = 20
 _EPOCH_MASK = (1 << _EPOCH_BITS) - 1
@@ -387,6 +389,9 @@ def _write(store: Path, log: LogFile, scan: _Scan, header: dict[str, Any], metri
     written: dict[int, int] = {}  # task_idx -> epochs written, as bits
     mtime = os.path.getmtime(log.path)
     n_written = n_steps = 0
+    # in the log's order every shard stays open to the last epoch and each ingest reads them all: the
+    # importers' budget (96 MB cannot hold the tasks of 13 open shards)
+    memory = _INGEST_MEMORY if log.seekable else IMPORT_MEMORY_LIMIT
 
     def open_shard(k: int) -> ShardWriter:
         writer = writers[k] = ShardWriter(store, run_id, k, roll_every=_BATCH_ROLL)
@@ -417,12 +422,12 @@ def _write(store: Path, log: LogFile, scan: _Scan, header: dict[str, Any], metri
             left[k] -= 1
             n_steps += 1
             if left[k] == 0:
-                n_written += _close(store, writers.pop(k), final, why)
+                n_written += _close(store, writers.pop(k), final, why, memory)
             elif n_steps % _INGEST_EVERY == 0:  # epoch-major logs finish no shard before their last epoch
-                ingest(store, bulk=True, memory_limit=_INGEST_MEMORY)
+                ingest(store, bulk=True, memory_limit=memory)
         for k in sorted(writers):  # steps the second read did not find (the file changed in between)
             n_written += _close(store, writers.pop(k), final if left[k] == 0 else RunStatus.INTERRUPTED,
-                                why if left[k] == 0 else f"{left[k]} steps were not found on the second read")
+                                why if left[k] == 0 else f"{left[k]} steps were not found on the second read", memory)
     except BaseException:
         for writer in writers.values():
             writer.finish(RunStatus.FAILED, "import stopped")
@@ -430,9 +435,9 @@ def _write(store: Path, log: LogFile, scan: _Scan, header: dict[str, Any], metri
     return n_written
 
 
-def _close(store: Path, writer: ShardWriter, status: RunStatus, why: str | None) -> int:
+def _close(store: Path, writer: ShardWriter, status: RunStatus, why: str | None, memory: str) -> int:
     writer.finish(status, why)
-    ingest(store, bulk=True, memory_limit=_INGEST_MEMORY)
+    ingest(store, bulk=True, memory_limit=memory)
     return writer.n_written
 
 
