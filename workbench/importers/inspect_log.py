@@ -17,8 +17,10 @@ found inside inspect's template, normalised), else ``inspect-`` and a hash of th
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import os
+import sys
 from array import array
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -52,6 +54,8 @@ most of an ingest's peak (a 100,000-sample log of 25,000 tasks: ~255 MB of RSS, 
 tests/perf/bench_import_inspect.py). 64 MB cannot checkpoint the tasks of a 100,000-task log (a fatal DuckDB
 error); 80 MB can, with little to spare. Read in the log's order (inspect's reader, a ``.json`` log), every shard
 stays open to the last epoch and each ingest reads the tasks of them all: that keeps ``IMPORT_MEMORY_LIMIT``."""
+_MALLOC_ARENAS = 2
+_M_ARENA_MAX = -8  # glibc's mallopt parameter, as MALLOC_ARENA_MAX sets it
 _SHOWN_SKIPS = 12
 _EPOCH_BITS = 20
 _EPOCH_MASK = (1 << _EPOCH_BITS) - 1
@@ -373,6 +377,7 @@ def _import_log(store: Path, log: LogFile, run_id: str | None, benchmark: str | 
 
 def _write(store: Path, log: LogFile, scan: _Scan, header: dict[str, Any], metric: str) -> int:
     """The second pass: each sample's steps as it is read, in shards of ``_SHARD_TASKS`` tasks."""
+    _fewer_malloc_arenas()
     n_shards = (len(scan.tasks) + _SHARD_TASKS - 1) // _SHARD_TASKS
     header = {**header, "total_shards": n_shards}
     run_id = header["run_id"]
@@ -433,6 +438,21 @@ def _write(store: Path, log: LogFile, scan: _Scan, header: dict[str, Any], metri
             writer.finish(RunStatus.FAILED, "import stopped")
         raise
     return n_written
+
+
+def _fewer_malloc_arenas() -> None:
+    """At most ``_MALLOC_ARENAS`` glibc malloc arenas in this process from now on (``MALLOC_ARENA_MAX``, unless it
+    is set). glibc gives each thread that allocates an arena of its own, up to eight a core, and keeps what is
+    freed there: the threads of DuckDB's ingests and of the journal rollers left ~30 MB of RSS behind, under each
+    later ingest (100,000 samples: 261 -> 231 MB, at the same speed). Elsewhere than glibc, nothing."""
+    if sys.platform != "linux" or os.environ.get("MALLOC_ARENA_MAX"):
+        return
+    try:
+        mallopt = getattr(ctypes.CDLL(None), "mallopt", None)
+    except OSError:
+        return
+    if mallopt is not None:
+        mallopt(_M_ARENA_MAX, _MALLOC_ARENAS)
 
 
 def _close(store: Path, writer: ShardWriter, status: RunStatus, why: str | None, memory: str) -> int:
