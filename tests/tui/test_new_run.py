@@ -4,6 +4,9 @@ it finishes; the form names a mistake before anything starts."""
 
 from __future__ import annotations
 
+import shutil
+import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -12,13 +15,17 @@ from pilot_helpers import screen_text, settle, wait_for
 from recording_model import recording_model, url_of
 from textual.pilot import Pilot
 from textual.widgets import Input, Select
+from tui_store import RUN_A
 
 from workbench.store.reader import Store
 from workbench.tui.app import NelApp
+from workbench.tui.messages import LaunchChanged, LiveUpdated
 from workbench.tui.screens.live import LiveScreen
 from workbench.tui.screens.new_run import NewRunScreen
 from workbench.tui.screens.runs import RunsScreen
-from workbench.workers import find_launch
+from workbench.workers import LaunchState, find_launch
+from workbench.workers.local import write_state
+from workbench.workers.request import RunRequest
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(120)]
 
@@ -148,6 +155,32 @@ class TestNewRun:
         assert tuple(rows) == (40, 40)
         launch = find_launch(store, live.run_id)
         assert launch is not None and launch.resumes == 1
+
+    async def test_a_poll_that_read_the_launch_before_a_stop_answered_does_not_undo_the_stop(
+            self, demo: Path, tmp_path: Path) -> None:
+        # A poll reads the launch, then the store; the stop's answer can land in between. The poll's older
+        # "running" used to win for half a second, and an r pressed then was refused without a word (CI saw it).
+        store = tmp_path / "nel.duckdb"
+        shutil.copy(demo, store)
+        stopped = LaunchState(launch_id=RUN_A, request=RunRequest(store=store, output_dir=tmp_path, run_id=RUN_A),
+                              status="stopped", run_ids=(RUN_A,))
+        write_state(stopped)
+        app = NelApp(store)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await settle(pilot)
+            await app.push_screen(LiveScreen(RUN_A))
+            live = app.screen
+            assert isinstance(live, LiveScreen)
+            await wait_for(pilot, lambda: live.launch is not None)
+            answered = time.monotonic()
+            live.start("launch", lambda token: LaunchChanged(token, stopped, "stop", answered))
+            await wait_for(pilot, lambda: "stopped" in screen_text(app))
+            polls = live.polls
+            running = replace(stopped, status="running", supervisor_pid=1)
+            live.start("live", lambda token: LiveUpdated(token, live.snapshot, 0.0, running, answered - 1.0))
+            await wait_for(pilot, lambda: live.polls > polls)
+            assert live.launch is not None and live.launch.status == "stopped"
+            assert live.check_action("resume", ()) is True
 
     async def test_a_run_started_elsewhere_keeps_its_stop_and_resume_keys(self, demo: Path) -> None:
         app = NelApp(demo)

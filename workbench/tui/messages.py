@@ -113,14 +113,16 @@ class SqlFinished(Reply):
 
 class LiveUpdated(Reply):
     """A fresh look at a run; ``snapshot`` is None when the run is gone. ``at`` is the poll's clock.
-    ``launch`` is its background launch, when it was started as one (its workers can be stopped, resumed)."""
+    ``launch`` is its background launch, when it was started as one (its workers can be stopped, resumed), as read
+    at ``launch_read_at`` (``time.monotonic()``): a stop that answered meanwhile knows better."""
 
     def __init__(self, token: int, snapshot: LiveSnapshot | None, at: float,
-                 launch: LaunchState | None = None) -> None:
+                 launch: LaunchState | None = None, launch_read_at: float = 0.0) -> None:
         super().__init__(token)
         self.snapshot = snapshot
         self.at = at
         self.launch = launch
+        self.launch_read_at = launch_read_at
 
 
 class LaunchStarted(Reply):
@@ -133,12 +135,13 @@ class LaunchStarted(Reply):
 
 
 class LaunchChanged(Reply):
-    """A stop or resume was asked for; ``state`` is the launch after it."""
+    """A stop or resume was asked for; ``state`` is the launch after it, as of ``read_at`` (``time.monotonic()``)."""
 
-    def __init__(self, token: int, state: LaunchState, action: str) -> None:
+    def __init__(self, token: int, state: LaunchState, action: str, read_at: float = 0.0) -> None:
         super().__init__(token)
         self.state = state
         self.action = action
+        self.read_at = read_at
 
 
 class ComparisonLoaded(Reply):

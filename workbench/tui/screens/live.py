@@ -8,7 +8,8 @@ only when the last one has answered, so a slow store slows the updates, never th
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from typing import ClassVar
 
 from textual import on
@@ -55,6 +56,8 @@ class LiveScreen(NelScreen):
         """A refused stop or resume, kept on the message line until the next one."""
         self._note = ""
         """What the last stop or resume did (or why it could not): kept on the message line across refreshes."""
+        self._launch_read_at = 0.0
+        """When ``launch`` was read (``time.monotonic()``): a poll that read it before is older news."""
 
     def crumb(self) -> str:
         return f"nel › runs › {self.run_id} › live"
@@ -85,10 +88,11 @@ class LiveScreen(NelScreen):
         def job(token: int) -> LiveUpdated:
             # The launch first: a run started from the form has workers before the store exists.
             path = resolve_store_path(self.nel.store_path)
+            read_at = time.monotonic()
             launch = find_launch(path, run_id)
             if launch is not None and not (path.exists() or segments_root(path).is_dir()):
-                return LiveUpdated(token, None, clock(), launch)
-            return LiveUpdated(token, live_snapshot(self.store(), run_id), clock(), launch)
+                return LiveUpdated(token, None, clock(), launch, read_at)
+            return LiveUpdated(token, live_snapshot(self.store(), run_id), clock(), launch, read_at)
 
         self.start("live", job)
 
@@ -98,8 +102,9 @@ class LiveScreen(NelScreen):
             return
         self.polls += 1
         snap = self.snapshot = message.snapshot
-        if message.launch != self.launch:
-            self.launch = message.launch
+        # A poll reads the launch before the store, so a stop or resume can answer in between: its state is newer.
+        if message.launch != self.launch and message.launch_read_at >= self._launch_read_at:
+            self.launch, self._launch_read_at = message.launch, message.launch_read_at
             self._workers(message.launch)
             self.refresh_bindings()
         if snap is None:
@@ -169,7 +174,7 @@ class LiveScreen(NelScreen):
         if self.launch is None:  # started from a terminal: its shards' processes, by the pids the store holds
             self.start("launch", lambda token: Said(token, stop_foreground(self.store().path, run_id)))
             return
-        self.start("launch", lambda token: LaunchChanged(token, stop(self.store().path, run_id), "stop"))
+        self._change_launch("stop", stop)
 
     def action_resume(self) -> None:
         run_id = self.run_id
@@ -178,8 +183,19 @@ class LiveScreen(NelScreen):
                           "command and --resume (its completed steps are skipped)")
             self.say(self._note)
             return
-        self.say(f"resuming {run_id}…")
-        self.start("launch", lambda token: LaunchChanged(token, resume(self.store().path, run_id), "resume"))
+        self._note = f"resuming {run_id}…"
+        self.say(self._note)
+        self._change_launch("resume", resume)
+
+    def _change_launch(self, action: str, change: Callable[..., LaunchState]) -> None:
+        """Stop or resume the launch in a worker; the state it answers is stamped with when it was read."""
+        run_id = self.run_id
+
+        def job(token: int) -> LaunchChanged:
+            state = change(self.store().path, run_id)
+            return LaunchChanged(token, state, action, time.monotonic())
+
+        self.start("launch", job)
 
     def on_said(self, message: Said) -> None:
         if self.current("launch", message.token):
@@ -190,14 +206,15 @@ class LiveScreen(NelScreen):
         if not self.current("launch", message.token):
             return
         self._launch_error = ""
-        self.launch = message.state
+        self.launch, self._launch_read_at = message.state, message.read_at
         self._workers(message.state)
         self.refresh_bindings()
         state = message.state
         if message.action == "stop":
-            self.say(f"{self.run_id}: {state.status}" + (f" ({state.message})" if state.message else ""))
+            self._note = f"{self.run_id}: {state.status}" + (f" ({state.message})" if state.message else "")
         else:
-            self.say(f"{self.run_id}: resuming in the background; completed steps are kept")
+            self._note = f"{self.run_id}: resuming in the background; completed steps are kept"
+        self.say(self._note)
 
     def _shards(self, snap: LiveSnapshot) -> None:
         table = self.query_one("#shards", NelTable)
