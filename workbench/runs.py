@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import duckdb
+
 from workbench.analysis.run_summary import RunSummary, summarize
 from workbench.engine import RunProgress, RunResult, Shard, run_evaluation, shard_from_env
 from workbench.engine.metrics import MetricSuite
@@ -36,6 +38,7 @@ from workbench.model.interceptors.cache import CacheCounts
 from workbench.services import ServiceFleet
 from workbench.solvers import SimpleSolver
 from workbench.solvers.base import Solver
+from workbench.solvers.simple import prefetch_cache
 from workbench.solvers.tool_calling import ToolCallingSettings, ToolCallingSolver
 from workbench.spec import Benchmark, RunSpec, metric_specs, model_config
 from workbench.spec.io import write_result
@@ -188,6 +191,7 @@ def run_benchmark(spec: RunSpec, bench: Benchmark, *, resume: bool = False, retr
     suite = None if specs is None else MetricSuite(env, specs)
     shard = shard_from_env()
     env, solver, tools = _delegated(spec, bench, env, model) or (env, *_solver(env, bench, model))
+    prefetch_cache(model)  # a cached re-run's answers are read while the store is checked
     resume_key = f"{Path(spec.source).resolve()}#{bench.path}" if spec.source else None
 
     async def go(verifier: Scoring | None) -> RunResult:
@@ -214,7 +218,7 @@ def run_benchmark(spec: RunSpec, bench: Benchmark, *, resume: bool = False, retr
                 config={"request_timeout": model.request_timeout, "max_retries": model.max_retries,
                         "max_error_rate": bench.max_error_rate, **launch_config()},
                 on_start=on_start, metrics=suite, max_error_rate=bench.max_error_rate, retry_errors=retry_errors,
-                verifier=verifier,
+                verifier=verifier, ingest_in_background=True,
             ))
 
     with _verifier(spec, bench, env) as verifier:
@@ -222,14 +226,33 @@ def run_benchmark(spec: RunSpec, bench: Benchmark, *, resume: bool = False, retr
     name = f"summary-shard-{shard.idx}.json" if shard.sharded else "summary.json"
     cache = cache_counts(model)
     extra = {"cache": cache.as_json()} if cache is not None else None
-    export, targets = None, []
-    if result.ingested and not shard.sharded:  # finished and in the file: one connection for summary and export
+    run_dir = output_dir / "runs" / result.run_id
+
+    def write_files(s: Store) -> tuple[RunSummary, Path, ExportResult]:
+        plain = _summary_of(s, store, result.run_id, shard)  # the run's whole: also the bundle's
+        summary = _with_agreement(plain, s, solver)
+        summary_path = write_summary_json(output_dir, summary, result, name, extra)
+        return summary, summary_path, export_run(s, result.run_id, run_dir, plain)
+
+    written: tuple[RunSummary, Path, ExportResult] | None = None
+    targets: list[str] = []
+    if result.ingest_job is not None:  # the ingest runs meanwhile: the summary and export read the run's own files
+        try:
+            with result.ingest_job.files.pinned() as s:
+                result.ingest_job.files_read()
+                written = write_files(s)
+        except (UsageError, duckdb.Error):
+            written = None  # its files went first (a merge elsewhere took them): read the store once the ingest ends
+        finally:
+            result.ingest_job.join()
+    if result.ingested and not shard.sharded and (written is None or spec.output.export):  # one connection for the rest
         with open_store(store, runs=[result.run_id]).pinned() as s:
-            summary = _with_agreement(_summary_of(s, store, result.run_id, shard), s, solver)
-            summary_path = write_summary_json(output_dir, summary, result, name, extra)
-            export = export_run(s, result.run_id, output_dir / "runs" / result.run_id)
-            targets = export_after_run(s, result.run_id, output_dir / "runs" / result.run_id, spec.output.export,
-                                       spec.output.export_config)
+            if written is None:
+                written = write_files(s)
+            targets = export_after_run(s, result.run_id, run_dir, spec.output.export, spec.output.export_config)
+    export: ExportResult | None = None
+    if written is not None:
+        summary, summary_path, export = written
     else:
         summary = read_summary(store, result.run_id, shard)
         if solver.name == "gym_delegation":

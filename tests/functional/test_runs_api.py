@@ -49,3 +49,68 @@ def test_from_flags_a_failing_benchmark_is_raised(tmp_path: Path) -> None:
                                       "--model-id", "m", "--output-dir", str(tmp_path)])
     with pytest.raises(NelError, match="sandbox"):
         run(spec_from_flags(args))
+
+
+def _run_gsm8k(tmp_path: Path, model_url: str, *extra: str) -> BenchmarkOutcome:
+    config = tmp_path / "one.yaml"
+    config.write_text(f"""\
+services:
+  main: {{url: {model_url}, model: m}}
+benchmarks:
+  - {{name: gsm8k, max_problems: 6, repeats: 2}}
+output: {{dir: {tmp_path / "out"}}}
+""" + "".join(extra))
+    spec, _ = load_config(config)
+    [(_, outcome)] = run(spec).results
+    assert isinstance(outcome, BenchmarkOutcome)
+    return outcome
+
+
+class TestTheEndOfASmallRun:
+    """A small run's summary and export are written from its own files while the ingest writes the store in a
+    thread (the two overlap on two cores): the files are the same as the store gives once the ingest is done."""
+
+    def test_its_files_are_what_the_store_gives_after_the_ingest(self, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+        from workbench.engine import run as engine_run
+        from workbench.export.artifacts import bundle_file_name, export_run
+        from workbench.runs import read_summary
+        from workbench.store.background import BackgroundIngest
+        from workbench.store.layout import segments_root
+
+        started: list[BackgroundIngest] = []
+
+        class Spy(BackgroundIngest):
+            def __init__(self, store: Path, run_id: str) -> None:
+                started.append(self)
+                super().__init__(store, run_id)
+
+        monkeypatch.setattr(engine_run, "BackgroundIngest", Spy)
+        with recording_model() as model:
+            outcome = _run_gsm8k(tmp_path, url_of(model))
+        assert len(started) == 1 and outcome.export is not None
+        store, run_id = outcome.result.store, outcome.result.run_id
+        assert not (segments_root(store) / run_id).exists()  # ingested, files gone
+        again = export_run(store, run_id, tmp_path / "again")
+        for name in ("results.jsonl", "trajectories.jsonl", "runtime_stats.json", "failure_analysis.json",
+                     bundle_file_name(run_id)):
+            assert (outcome.export.out_dir / name).read_bytes() == (again.out_dir / name).read_bytes(), name
+        assert outcome.summary == read_summary(store, run_id)
+
+    def test_a_resumed_run_reads_the_store_for_the_steps_it_holds_already(self, tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+        from workbench.engine import run as engine_run
+        from workbench.store.database import connect_rw
+
+        with recording_model() as model:
+            first = _run_gsm8k(tmp_path, url_of(model))
+            con = connect_rw(first.result.store)
+            con.execute("DELETE FROM steps WHERE task_idx >= 3")  # as if it had been stopped half-way
+            con.close()
+            monkeypatch.setattr(engine_run, "BackgroundIngest", None)  # must not be used: its files hold half
+            spec, _ = load_config(tmp_path / "one.yaml")
+            [(_, outcome)] = run(spec, resume=True).results
+        assert isinstance(outcome, BenchmarkOutcome) and outcome.result.run_id == first.result.run_id
+        assert outcome.result.steps_written == 6 and outcome.result.steps_skipped == 6
+        assert outcome.export is not None and outcome.export.n_results == 12
+        assert outcome.summary.n_tasks == 6

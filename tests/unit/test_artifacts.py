@@ -10,7 +10,7 @@ import pytest
 from factories import open_shard, run_header, step_row, task_rows
 
 from workbench import open_store
-from workbench.errors import UsageError
+from workbench.errors import NelError, UsageError
 from workbench.export import artifacts
 from workbench.export.artifacts import (
     EXEMPLAR_CHARS,
@@ -21,7 +21,10 @@ from workbench.export.artifacts import (
 )
 from workbench.export.report import FORMATS, render_report
 from workbench.store import ingest
+from workbench.store.background import BackgroundIngest
+from workbench.store.layout import segments_root
 from workbench.store.queries.exported import read_bundle
+from workbench.store.reader import Store
 
 RUN = "r1"
 T0 = 1_700_000_000.0
@@ -248,6 +251,34 @@ class TestExport:
         merged = export_run(store, RUN, tmp_path / "merged")
         for name in ("results.jsonl", "trajectories.jsonl"):
             assert (live.out_dir / name).read_bytes() == (merged.out_dir / name).read_bytes()
+
+    def test_a_runs_own_files_export_what_the_store_does_while_an_ingest_writes_it(self, tmp_path):
+        # A run's end: its summary and export read a snapshot of its shard files while the ingest, in a thread,
+        # copies them into the database file; the files stay until the snapshot is taken, then go.
+        store = _write_store(tmp_path / "nel.duckdb", finish=False)
+        job = BackgroundIngest(store, RUN)
+        with job.files.pinned() as files:
+            time.sleep(0.3)  # the ingest has committed by now, and waits
+            assert (segments_root(store) / RUN).is_dir(), "the shard files went before they were read"
+            job.files_read()
+            job.join()
+            assert not (segments_root(store) / RUN).exists()
+            live = export_run(files, RUN, tmp_path / "live")  # the snapshot outlives the files
+        merged = export_run(store, RUN, tmp_path / "merged")
+        for name in ("results.jsonl", "trajectories.jsonl", "runtime_stats.json", "failure_analysis.json",
+                     bundle_file_name(RUN)):
+            assert (live.out_dir / name).read_bytes() == (merged.out_dir / name).read_bytes(), name
+
+    def test_a_background_ingest_that_fails_raises_when_joined(self, tmp_path):
+        store = tmp_path / "nel.duckdb"
+        store.write_bytes(b"not a duckdb file")
+        segments_root(store).mkdir()
+        with pytest.raises(NelError, match=r"nel\.duckdb"):
+            BackgroundIngest(store, RUN).join()
+
+    def test_files_only_names_its_runs(self, tmp_path):
+        with pytest.raises(ValueError, match="runs="):
+            Store(_write_store(tmp_path / "nel.duckdb"), files_only=True)
 
     @pytest.mark.parametrize(("max_steps", "max_bytes", "ranges"), [
         (4, 1 << 30, [(0, 0), (1, 1), (2, 2), (3, 3)]),

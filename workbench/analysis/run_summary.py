@@ -12,14 +12,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
+from workbench.model.failures import ERROR_CATEGORIES
+from workbench.types import BenchmarkFigures
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # numpy and the statistics are imported by ``summarize``: a run's start does not wait for them
+    import numpy as np
     import polars as pl
 
-from workbench.model.failures import ERROR_CATEGORIES
-from workbench.stats import Estimate, pass_at_k_estimates, percentiles
-from workbench.types import BenchmarkFigures
+    from workbench.stats import Estimate
 
 SUMMARY_COLUMNS = (
     "task_idx", "passed", "failure_category", "error", "latency_ms",
@@ -74,6 +74,10 @@ def summarize(
     an error is ``errored``, not ``never``. Without it the buckets cannot tell the two apart.
     ``benchmark_figures`` (``workbench.analysis.figures.run_figures``) is carried as given.
     """
+    import numpy as np
+
+    from workbench.stats import pass_at_k_estimates, percentiles
+
     n = np.asarray(attempts, dtype=np.int64)
     c = np.asarray(passes, dtype=np.int64)
     errored = np.zeros(n.shape, dtype=bool) if errors is None else np.asarray(errors, dtype=np.int64) == n

@@ -35,6 +35,8 @@ from workbench.model.failures import ERROR_CATEGORIES
 from workbench.model.interceptors import enter_attempt, leave_attempt
 from workbench.solvers.base import Solver, SolverOutput, SolverWorker
 from workbench.solvers.tool_calling import tool_failures
+from workbench.store.background import BackgroundIngest
+from workbench.store.images import IMAGES_DIR
 from workbench.store.ingest import ingest
 from workbench.store.writer import ShardWriter
 from workbench.types import RunStatus, SeedResult, Step, VerifyResult
@@ -80,6 +82,9 @@ class RunResult:
     """Steps of the shard (kept from before and new) that reached no verdict (``ERROR_CATEGORIES``)."""
     error: str | None = None
     """Why the shard is not ``complete`` (e.g. too many errored attempts), or None."""
+    ingest_job: BackgroundIngest | None = None
+    """The ingest still running in a thread (``ingest_in_background``); ``ingested`` is True then, and the caller
+    reads the run from its files, then joins it."""
 
     @property
     def n_steps(self) -> int:
@@ -282,6 +287,7 @@ async def run_evaluation(
     listeners: Sequence[StepListener] = (),
     config: dict[str, Any] | None = None,
     ingest_at_end: bool | None = None,
+    ingest_in_background: bool = False,
     preflight: bool = True,
     on_start: Callable[[RunProgress, RunPlan], None] | None = None,
     metrics: MetricSuite | None = None,
@@ -365,17 +371,19 @@ async def run_evaluation(
         if cause is not None:
             raise cause from None
         raise
+    background = ingest_in_background and ingest_at_end is not False and _all_in_files(plan, writer, progress.done)
     try:
         writer.finish(status, error)
     except OSError as exc:
         raise RunFailed(f"{writer.dir.shard_json}: cannot record the shard's end ({exc.strerror or exc}); its steps "
                         "are kept: make room, then rerun with --resume") from None
     progress.finished = True
-    ingested = _maybe_ingest(store, shard, ingest_at_end, progress.done)
+    job = BackgroundIngest(store, plan.run_id) if background else None
+    ingested = job is not None or _maybe_ingest(store, shard, ingest_at_end, progress.done)
     return RunResult(
         run_id=plan.run_id, store=store, shard=shard, status=status, steps_written=progress.done,
         steps_skipped=len(plan.done), shard_steps=plan.shard_steps, elapsed_s=time.monotonic() - started,
-        ingested=ingested, n_errors=n_errors, error=error,
+        ingested=ingested, n_errors=n_errors, error=error, ingest_job=job,
     )
 
 
@@ -412,6 +420,18 @@ def _release_memory() -> None:
     gc.collect()
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+BACKGROUND_INGEST_MAX_STEPS = 10_000
+"""The largest run whose steps its summary and export read from its files into memory while the ingest runs."""
+
+
+def _all_in_files(plan: RunPlan, writer: ShardWriter, steps: int) -> bool:
+    """Whether the run is whole in this shard's files (one shard, nothing stored before), small enough to hold in
+    memory and without images (a reader finds those in the database only): then its summary and export can read it
+    there during the ingest."""
+    return (not plan.shard.sharded and not plan.done and not plan.retry and 0 < steps <= BACKGROUND_INGEST_MAX_STEPS
+            and not (writer.dir.path / IMAGES_DIR).exists())
 
 
 RELEASE_AFTER_STEPS = 10_000

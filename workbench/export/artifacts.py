@@ -22,14 +22,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-import numpy as np
 import orjson
 
 from workbench.analysis.figures import run_figures
 from workbench.analysis.run_summary import RunSummary, summarize
 from workbench.errors import UsageError, path_error
 from workbench.secrets import redact_value
-from workbench.stats import bounded_mean, pass_at_k_estimates, unit_span
 from workbench.store import Store, open_store
 from workbench.store.queries.export_rows import (
     STEP_NAMES,
@@ -77,9 +75,11 @@ def bundle_file_name(run_id: str) -> str:
     return f"eval-{re.sub(r'[^A-Za-z0-9._-]', '_', run_id)}.json"
 
 
-def export_run(store_path: str | Path | Store, run_id: str, out_dir: str | Path) -> ExportResult:
+def export_run(store_path: str | Path | Store, run_id: str, out_dir: str | Path,
+               summary: RunSummary | None = None) -> ExportResult:
     """Write ``run_id``'s artifacts into ``out_dir`` (created if needed); given a ``Store`` (a pinned one: the
-    connection the caller read the run's summary on), read through it.
+    connection the caller read the run's summary on), read through it, and ``summary``, the run's ``run_summary``
+    the caller computed on that connection (not computed twice).
 
     Raises:
         UsageError: when the store or the run is not there, or ``out_dir`` is a file.
@@ -90,7 +90,7 @@ def export_run(store_path: str | Path | Store, run_id: str, out_dir: str | Path)
     if out.exists() and not out.is_dir():
         raise UsageError(f"{out}: is a file; the artifacts need a directory")
     with store.pinned():
-        bundle = build_eval_bundle(store, run_id)  # first: it checks that the run exists
+        bundle = build_eval_bundle(store, run_id, summary)  # first: it checks that the run exists
         try:
             out.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -293,15 +293,17 @@ def run_summary(store: Store, run: dict[str, Any]) -> RunSummary:
     )
 
 
-def build_eval_bundle(store: Store, run_id: str) -> dict[str, Any]:
+def build_eval_bundle(store: Store, run_id: str, summary: RunSummary | None = None) -> dict[str, Any]:
     """The content of ``eval-{run_id}.json``: JSON-native (string keys, ISO 8601 UTC times, null for an
-    undefined number), so a bundle read back from disk equals the one built here.
+    undefined number), so a bundle read back from disk equals the one built here. ``summary``: the run's
+    ``run_summary`` on this store's snapshot, when the caller has it.
 
     Raises:
         UsageError: when the run is not in the store (the message names the store).
     """
     run = store.run(run_id)
-    summary = run_summary(store, run)
+    if summary is None:
+        summary = run_summary(store, run)
     config = _json_obj(run.get("config"))
     ks = sorted(summary.pass_at_k)
     runtime = runtime_stats(store, run_id, summary)
@@ -355,6 +357,10 @@ def metric_scores(store: Store, run_id: str) -> dict[str, dict[str, Any]]:
     """Per metric: mean reward across tasks (repeats reduced per task first) with its 95 % interval, and
     pass rate; the numbers of the ``run_scores`` view, computed by ``workbench.stats`` over tasks in a
     fixed order so they are the same to the last bit every time."""
+    import numpy as np
+
+    from workbench.stats import bounded_mean, unit_span
+
     per_metric: dict[str, list[tuple[int, float, float]]] = {}
     for metric, _, n, reward, pass_rate in metric_task_scores(store, run_id):
         per_metric.setdefault(metric, []).append((n, reward, pass_rate))
@@ -371,6 +377,10 @@ def category_scores(store: Store, run_id: str, ks: list[int]) -> dict[str, dict[
     """Per benchmark category (``metadata.category``, else ``scoring_details.category``, as NeMo
     Evaluator reads it): pass@k with 95 % intervals, repeats reduced per task first. Empty when the
     benchmark has no categories; steps without one go to ``uncategorized`` when others have one."""
+    import numpy as np
+
+    from workbench.stats import pass_at_k_estimates
+
     rows = category_task_counts(store, run_id)
     if all(r[0] is None for r in rows):
         return {}

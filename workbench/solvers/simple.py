@@ -104,6 +104,18 @@ class SimpleSolver:
         )
 
 
+def prefetch_cache(model: ModelConfig) -> None:
+    """Start reading the answers the model's ``cache`` interceptor holds for it, in the background (no-op without
+    one): a cached re-run's first request then finds them read."""
+    if not model.interceptors:
+        return
+    from workbench.model.interceptors.cache import CacheInterceptor
+
+    cache = model.interceptors.find(CacheInterceptor)
+    if cache is not None:
+        cache.prefetch(model.model_id, model.answer_source, model.protocol)
+
+
 def cached_answers(model: ModelConfig) -> int:
     """Answers the model's ``cache`` interceptor holds for it (0 without one, or with ``--no-cache``)."""
     if not model.interceptors:

@@ -13,6 +13,7 @@ import re
 import shutil
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,8 +52,9 @@ def segments_sql(segments: list[Path]) -> str:
             f"UNION ALL BY NAME {_NO_STEPS})")
 
 
-def live_steps_sql(segments: list[Path], journals: list[Path]) -> str | None:
-    """One SELECT over segment and journal files, deduplicated on the step key."""
+def live_steps_sql(segments: list[Path], journals: list[Path], *, deduplicate: bool = True) -> str | None:
+    """One SELECT over segment and journal files, deduplicated on the step key (``deduplicate=False``: as they
+    are, for files ``duplicate_steps_sql`` found none in)."""
     parts = []
     cols = ", ".join(STEP_COLUMNS)
     if segments:
@@ -62,7 +64,18 @@ def live_steps_sql(segments: list[Path], journals: list[Path]) -> str | None:
     if not parts:
         return None
     union = " UNION ALL ".join(parts)
+    if not deduplicate:
+        return f"SELECT {cols} FROM ({union})"
     return f"SELECT {cols} FROM ({union}) QUALIFY row_number() OVER ({LATEST_ATTEMPT_FIRST}) = 1"
+
+
+def duplicate_steps_sql(segments: list[Path], journals: list[Path]) -> str | None:
+    """Whether the files hold a step key twice (a journal rolled twice around a crash, a retried attempt): one
+    boolean, read from the key columns alone, far cheaper than deduplicating whole rows that have no duplicate."""
+    steps = live_steps_sql(segments, journals, deduplicate=False)
+    if steps is None:
+        return None
+    return f"SELECT count(*) > count(DISTINCT (run_id, task_idx, repeat)) FROM ({steps})"
 
 
 LATEST_ATTEMPT_FIRST = "PARTITION BY run_id, task_idx, repeat ORDER BY coalesce(attempt, 0) DESC, started_at"
@@ -85,11 +98,16 @@ def _supersede(con: duckdb.DuckDBPyConnection, select: str) -> None:
     con.execute(f"DELETE FROM steps s USING ({select}) n WHERE {_SAME_KEY} AND {newer}")
 
 
+TASK_FILE_COLUMNS = (("run_id", "VARCHAR"), ("task_idx", "INTEGER"), ("task_id", "VARCHAR"), ("benchmark", "VARCHAR"),
+                     ("prompt", "VARCHAR"), ("expected_answer", "VARCHAR"), ("metadata", "VARCHAR"))
+"""The columns of a shard's ``tasks.jsonl``, in order, as ``live_tasks_sql`` reads them."""
+
+
 def live_tasks_sql(files: list[Path]) -> str:
+    columns = ", ".join(f"'{name}': '{kind}'" for name, kind in TASK_FILE_COLUMNS)
     return (
         f"SELECT * FROM read_json({_files_sql(files)}, format = 'newline_delimited', columns = "
-        "{'run_id': 'VARCHAR', 'task_idx': 'INTEGER', 'task_id': 'VARCHAR', 'benchmark': 'VARCHAR', "
-        "'prompt': 'VARCHAR', 'expected_answer': 'VARCHAR', 'metadata': 'VARCHAR'}, ignore_errors = true) "
+        f"{{{columns}}}, ignore_errors = true) "
         "WHERE task_id IS NOT NULL"  # a line a full disk cut short is not a task
     )
 
@@ -112,7 +130,7 @@ lean 64 MB cannot checkpoint the tasks of a 100,000-task run)."""
 
 
 def ingest(store: Path, sources: list[Path] | None = None, *, bulk: bool = False,
-           memory_limit: str | None = None) -> IngestReport:
+           memory_limit: str | None = None, before_removing: Callable[[], object] | None = None) -> IngestReport:
     """Ingest the live segments of ``store`` (and of other ``sources`` stores) into ``store``.
 
     The segments are listed only once the write lock is held, and finished shards are
@@ -123,7 +141,9 @@ def ingest(store: Path, sources: list[Path] | None = None, *, bulk: bool = False
     ``bulk``: a merge that runs on its own copies shards with two threads and
     ``MERGE_MEMORY_LIMIT``; the engine's end-of-run ingest, beside a finished run, stays lean.
     ``memory_limit`` replaces a bulk ingest's budget (an importer's: ``IMPORT_MEMORY_LIMIT``), for every
-    connection it opens, the final one too.
+    connection it opens, the final one too. ``before_removing`` is called once the rows are committed, before the
+    finished shards' files go (still under the lock): a reader of those files (``store.background``) holds them
+    until it has read them.
     """
     if memory_limit is not None and not bulk:
         raise ValueError("ingest: memory_limit is the budget of a bulk ingest (bulk=True)")
@@ -133,7 +153,7 @@ def ingest(store: Path, sources: list[Path] | None = None, *, bulk: bool = False
     try:
         for attempt in range(_VANISHED_RETRIES):
             try:
-                report = _ingest_locked(con, store, sources, done)
+                report = _ingest_locked(con, store, sources, done, before_removing)
                 report.steps_added += added
                 return report
             except duckdb.Error as exc:
@@ -290,7 +310,8 @@ def vanished_file_error(exc: Exception) -> bool:
 
 
 def _ingest_locked(
-    con: duckdb.DuckDBPyConnection, store: Path, sources: list[Path] | None, done: set[Path]
+    con: duckdb.DuckDBPyConnection, store: Path, sources: list[Path] | None, done: set[Path],
+    before_removing: Callable[[], object] | None = None,
 ) -> IngestReport:
     state = _snapshot(store, sources)
     report = IngestReport()
@@ -345,6 +366,8 @@ def _ingest_locked(
     except Exception:
         con.execute("ROLLBACK")
         raise
+    if before_removing is not None:
+        before_removing()
     for shard in state.shards:
         # Only a shard that will write no more is removed, and while the lock is held; a
         # running one keeps its files (its rows are in, and ingesting them again is a no-op).

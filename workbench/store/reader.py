@@ -16,13 +16,16 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import duckdb
-import numpy as np
 
 from workbench.errors import UsageError
 from workbench.resources import sql_path
+
+if TYPE_CHECKING:  # numpy is imported by the reads that need it: a run's start does not wait for it
+    import numpy as np
+
 from workbench.store.columns import RUN_COLUMNS, SHARD_COLUMNS, STEP_COLUMNS
 from workbench.store.database import (
     READER_JSON_MEMORY_LIMIT,
@@ -33,7 +36,13 @@ from workbench.store.database import (
     limit_memory,
 )
 from workbench.store.duckdb_api import polars_frame, release
-from workbench.store.ingest import live_steps_sql, live_tasks_sql, vanished_file_error
+from workbench.store.ingest import (
+    TASK_FILE_COLUMNS,
+    duplicate_steps_sql,
+    live_steps_sql,
+    live_tasks_sql,
+    vanished_file_error,
+)
 from workbench.store.layout import resolve_store_path, segments_root
 from workbench.store.live import LiveShard, LiveState, run_row, scan
 
@@ -79,11 +88,18 @@ class Store:
     """A read-only handle on a store; every call opens and closes its own connection.
 
     ``runs`` scopes the live part of the store to those runs: a reader of one finished run (an export)
-    then never touches another run's journals, which a live writer may roll away at any moment."""
+    then never touches another run's journals, which a live writer may roll away at any moment.
 
-    def __init__(self, path: str | Path, *, runs: Iterable[str] | None = None) -> None:
+    ``files_only`` (with ``runs``) reads those runs' shard files alone, never the database file, and holds their
+    steps in memory from the moment a connection is made: what a run's own summary and export read while an ingest
+    in this process writes the file (``store.background``). Only for runs whose every step is in their files."""
+
+    def __init__(self, path: str | Path, *, runs: Iterable[str] | None = None, files_only: bool = False) -> None:
         self._local = threading.local()  # a pinned connection is its thread's: a DuckDB connection serves one call
         self._runs = None if runs is None else frozenset(runs)
+        if files_only and self._runs is None:
+            raise ValueError("Store: files_only reads the files of the runs named by runs=")
+        self._files_only = files_only
         self.path = resolve_store_path(path)
         if not self.path.exists() and not segments_root(self.path).is_dir():
             raise UsageError(f"{self.path}: no store here (no such file)")
@@ -97,17 +113,24 @@ class Store:
         """This store with its live part limited to ``runs`` (the database part is read whole)."""
         return Store(self.path, runs=runs)
 
+    @staticmethod
+    def _fresh_connection(memory_limit: str, threads: int | None = None) -> duckdb.DuckDBPyConnection:
+        con = duckdb.connect()
+        with suppress(duckdb.ParserException):
+            con.execute(_READER_SETTINGS)
+        limit_memory(con, memory_limit, threads)
+        return con
+
     @contextmanager
     def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """An in-memory connection with the store's tables and views, live runs included."""
         for attempt in range(8):
-            con = duckdb.connect()
-            with suppress(duckdb.ParserException):
-                con.execute(_READER_SETTINGS)
             live = scan(self.path, self._runs)
-            limit_memory(con, READER_MEMORY_LIMIT if live.empty else READER_JSON_MEMORY_LIMIT)
+            con = self._fresh_connection(READER_MEMORY_LIMIT if live.empty else READER_JSON_MEMORY_LIMIT,
+                                         threads=1 if self._files_only else None)
             try:
-                self._build(con, live)
+                self._base(con)
+                self._views(con, live)
             except duckdb.Error as exc:
                 con.close()
                 if vanished_file_error(exc) and attempt < 7:
@@ -121,8 +144,10 @@ class Store:
         finally:
             con.close()
 
-    def _build(self, con: duckdb.DuckDBPyConnection, live: LiveState) -> None:
-        if self.path.exists():
+    def _base(self, con: duckdb.DuckDBPyConnection) -> None:
+        """The database part: the file attached read-only as ``db`` (for files only, or no file yet, an empty one in
+        memory) and the views that give its tables the current layout."""
+        if self.path.exists() and not self._files_only:
             try:
                 attach_ro(con, self.path, "db")
             except IncompleteStore:  # left by an older nel killed while creating it: complete it, once
@@ -137,6 +162,53 @@ class Store:
         self._db_steps(con)
         self._superseded(con)
         self._images(con)
+
+    @staticmethod
+    def _file_tables(con: duckdb.DuckDBPyConnection) -> None:
+        """Files only: the empty tables the runs' files are read into, and every view over them."""
+        con.execute("CREATE TEMP TABLE live_steps AS SELECT * FROM db_steps LIMIT 0")
+        con.execute("CREATE TEMP TABLE live_shards AS SELECT * FROM db.run_shards LIMIT 0")
+        con.execute("CREATE TEMP TABLE live_runs AS SELECT * FROM db.runs LIMIT 0")
+        con.execute("CREATE TEMP TABLE live_tasks (" + ", ".join(f"{name} {kind}" for name, kind in TASK_FILE_COLUMNS)
+                    + ")")
+        con.execute("CREATE VIEW runs AS SELECT * FROM live_runs")
+        con.execute("CREATE VIEW run_shards AS SELECT * FROM live_shards")
+        con.execute(  # the names and types of db.tasks (none there: the database part is empty)
+            "CREATE VIEW tasks AS SELECT * FROM db.tasks UNION ALL SELECT task_id, any_value(benchmark), "
+            "any_value(prompt), any_value(expected_answer), CAST(any_value(metadata) AS JSON) FROM live_tasks "
+            "GROUP BY task_id"
+        )
+        con.execute("CREATE VIEW run_tasks AS SELECT * FROM db.run_tasks UNION ALL "
+                    "SELECT DISTINCT run_id, task_idx, task_id FROM live_tasks")
+        con.execute("CREATE VIEW steps AS SELECT * FROM live_steps")
+        con.execute(sql_path("views.sql").read_text())
+
+    @staticmethod
+    def _read_files(con: duckdb.DuckDBPyConnection, live: LiveState) -> None:
+        """Files only: read the runs' files into the tables ``_file_tables`` made (a snapshot: the files may go
+        once the connection is made). Rows are deduplicated on the step key only when the files hold one twice."""
+        _insert(con, "live_shards", SHARD_COLUMNS, [s.shard_row() for s in live.shards])
+        by_run: dict[str, list[LiveShard]] = {}
+        for shard in live.shards:
+            by_run.setdefault(shard.run["run_id"], []).append(shard)
+        _insert(con, "live_runs", RUN_COLUMNS,
+                [run_row(header, by_run[run_id], {}) for run_id, header in live.run_headers().items()])
+        if task_files := live.task_files():
+            con.execute(f"INSERT INTO live_tasks {live_tasks_sql(task_files)}")
+        duplicates = duplicate_steps_sql(*live.step_files())
+        if duplicates is None:
+            return
+        twice = con.execute(duplicates).fetchone()
+        steps = live_steps_sql(*live.step_files(), deduplicate=not (twice and not twice[0]))
+        con.execute(f"INSERT INTO live_steps {steps}")
+
+    def _views(self, con: duckdb.DuckDBPyConnection, live: LiveState) -> None:
+        """The store's tables as a reader sees them (the database's, with the live runs' files over them), and the
+        views every query builds on."""
+        if self._files_only:
+            self._file_tables(con)
+            self._read_files(con, live)
+            return
         if live.empty:
             for table in ("runs", "run_shards", "tasks", "run_tasks"):
                 con.execute(f"CREATE VIEW {table} AS SELECT * FROM db.{table}")
@@ -318,6 +390,8 @@ class Store:
     def run_outcomes(self, run_id: str, shard_idx: int | None = None) -> RunOutcomes:
         """What a run's summary is computed from, aggregated in SQL: per-task attempt and pass
         counts (in task order), every step's latency, failure counts and token totals."""
+        import numpy as np
+
         where = "run_id = ?" + ("" if shard_idx is None else " AND shard_idx = ?")
         params: list[Any] = [run_id] if shard_idx is None else [run_id, shard_idx]
         query = f"""

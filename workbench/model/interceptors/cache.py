@@ -13,7 +13,9 @@ is read or written.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -75,6 +77,16 @@ class CacheInterceptor:
         file, scope = self._scope(model_id, endpoint, protocol)
         return file.load(scope)  # the count of the one read, made here or at the first request
 
+    def prefetch(self, model_id: str, endpoint: str, protocol: str) -> None:
+        """Start reading this scope's answers in a thread: the DuckDB read overlaps the run's set-up (the store's
+        own checks), and the first request waits for it only if it is still going. A cache that cannot be read
+        says so at that first request, as it would have."""
+        if not self.enabled:
+            return
+        file = self._file = self._file or cache_file(self.path)
+        scope = scope_of(model_id, endpoint, protocol)
+        threading.Thread(target=_load_quietly, args=(file, scope), name="nel-cache-read", daemon=True).start()
+
     def counts(self) -> CacheCounts:
         return CacheCounts(self.hits, self.misses, str(self.path), self.enabled)
 
@@ -121,6 +133,11 @@ class CacheInterceptor:
     def close(self) -> None:
         if self._file is not None:
             self._file.flush()
+
+
+def _load_quietly(file: CacheFile, scope: str) -> None:
+    with contextlib.suppress(Exception):  # read again, and raised, on the event loop's first request
+        file.load(scope)
 
 
 def _scrubbed(fields: dict[str, Any]) -> str:

@@ -69,8 +69,8 @@ class CacheFile:
         with self._lock:
             if scope in self._scopes:
                 return self._scopes[scope]
-            self._scopes[scope] = 0
             if not self.path.exists():
+                self._scopes[scope] = 0
                 return 0
             con = _connect(self.path, read_only=True)
             try:
