@@ -114,3 +114,13 @@ class TestTheEndOfASmallRun:
         assert outcome.result.steps_written == 6 and outcome.result.steps_skipped == 6
         assert outcome.export is not None and outcome.export.n_results == 12
         assert outcome.summary.n_tasks == 6
+
+    def test_a_run_too_large_to_hold_in_memory_reads_the_store_after_its_ingest(
+            self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        from workbench.engine import run as engine_run
+
+        monkeypatch.setattr(engine_run, "BACKGROUND_INGEST_MAX_BYTES", 1)
+        monkeypatch.setattr(engine_run, "BackgroundIngest", None)  # must not be used
+        with recording_model() as model:
+            outcome = _run_gsm8k(tmp_path, url_of(model))
+        assert outcome.result.ingested and outcome.export is not None and outcome.export.n_results == 12

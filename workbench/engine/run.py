@@ -423,15 +423,21 @@ def _release_memory() -> None:
 
 
 BACKGROUND_INGEST_MAX_STEPS = 10_000
-"""The largest run whose steps its summary and export read from its files into memory while the ingest runs."""
+BACKGROUND_INGEST_MAX_BYTES = 32 << 20
+"""The largest run whose steps its summary and export read from its files into memory while the ingest runs: in
+steps, and in bytes of its shard files (Parquet and JSON lines; a few times that in memory, under the reader's
+256 MB budget)."""
 
 
 def _all_in_files(plan: RunPlan, writer: ShardWriter, steps: int) -> bool:
     """Whether the run is whole in this shard's files (one shard, nothing stored before), small enough to hold in
     memory and without images (a reader finds those in the database only): then its summary and export can read it
     there during the ingest."""
-    return (not plan.shard.sharded and not plan.done and not plan.retry and 0 < steps <= BACKGROUND_INGEST_MAX_STEPS
-            and not (writer.dir.path / IMAGES_DIR).exists())
+    if plan.shard.sharded or plan.done or plan.retry or not 0 < steps <= BACKGROUND_INGEST_MAX_STEPS:
+        return False
+    files = list(writer.dir.path.iterdir())
+    return (not any(f.name == IMAGES_DIR for f in files)
+            and sum(f.stat().st_size for f in files if f.is_file()) <= BACKGROUND_INGEST_MAX_BYTES)
 
 
 RELEASE_AFTER_STEPS = 10_000
