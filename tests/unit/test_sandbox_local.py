@@ -174,7 +174,7 @@ def test_cancelling_a_running_command_kills_it_and_removes_the_dir(use_bwrap: bo
                     await box.run(["python3", "-c", "import time; time.sleep(60)", marker])
 
             task = asyncio.create_task(attempt())
-            for _ in range(100):  # until the command is running
+            for _ in range(600):  # until the command is running (bwrap and python start slowly on a loaded machine)
                 await asyncio.sleep(0.05)
                 if _mentioning(marker):
                     break
