@@ -24,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from contextlib import asynccontextmanager
 from functools import cache
 from pathlib import Path
@@ -196,7 +196,7 @@ class LocalSandbox(Sandbox):
         loop = asyncio.get_running_loop()
         watch = _Watch(loop)
         started = time.perf_counter()
-        transport, _ = await loop.subprocess_exec(
+        transport = await _spawn(loop.subprocess_exec(
             lambda: watch,
             *command,
             cwd=cwd,
@@ -206,7 +206,7 @@ class LocalSandbox(Sandbox):
             stderr=subprocess.PIPE,
             start_new_session=True,
             preexec_fn=provider.limits(self.uid),
-        )
+        ))
         timed_out = False
         try:
             _feed(transport, stdin)
@@ -266,6 +266,25 @@ class _Watch(asyncio.SubprocessProtocol):
     def process_exited(self) -> None:
         if not self.exited.done():
             self.exited.set_result(None)
+
+
+async def _spawn(creating: Coroutine[Any, Any, tuple[asyncio.SubprocessTransport, Any]]) -> asyncio.SubprocessTransport:
+    """The transport of a command being started, whole even if the caller is cancelled meanwhile.
+
+    On Python 3.11 a ``subprocess_exec`` cancelled after the process started but before its pipes were connected
+    never returns: its transport waits for pipes that will not connect (a cancel ~1.5 ms into a bwrap start hung the
+    attempt for good; ``test_a_cancel_at_any_moment_of_a_commands_start_ends_it``). So the start is shielded; a
+    cancel lets it finish, ends the command's process group, then goes on."""
+    task = asyncio.ensure_future(creating)
+    try:
+        transport, _ = await finish_despite_cancel(task)
+    except asyncio.CancelledError:
+        if task.done() and not task.cancelled() and task.exception() is None:
+            started, _ = task.result()
+            _kill_group(started.get_pid())
+            started.close()
+        raise
+    return transport
 
 
 def _feed(transport: asyncio.SubprocessTransport, data: bytes | None) -> None:
